@@ -1,0 +1,103 @@
+/* cmd.h - the command layer: one table of commands, the per-connection session state, and the
+ * single entry point cmd_execute. Knows nothing of sockets or libuv: what it needs from above
+ * (client registry, shutdown, saving) comes in through struct server_hooks. */
+#ifndef RLIMITD_CMD_H
+#define RLIMITD_CMD_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlimitd/conf.h"
+#include "rlimitd/keyspace.h"
+#include "rlimitd/reply.h"
+#include "rlimitd/stats.h"
+
+struct rbuf;
+struct multi;
+struct scratch;
+
+/* Session flags */
+#define SESSION_CLOSE_AFTER_REPLY 1u /* QUIT, protocol error, CLIENT KILL of self */
+#define SESSION_IN_MULTI 2u
+#define SESSION_MULTI_DIRTY 4u       /* a command was refused while queueing: EXEC aborts */
+
+/* Per-connection state the commands read and change. Owned by the connection (client.c). */
+struct session {
+    uint64_t id;
+    unsigned flags;
+    int authed;
+    char *name;     /* CLIENT SETNAME, malloc'd or NULL */
+    char *lib_name; /* CLIENT SETINFO LIB-NAME */
+    char *lib_ver;  /* CLIENT SETINFO LIB-VER */
+    struct multi *multi;  /* queued commands while SESSION_IN_MULTI */
+    struct stats *stats;  /* the owning thread's counters */
+    int64_t ctime_ns;     /* wall clock at connect */
+    int64_t last_mono_ns; /* monotonic time of the last command (idle timeout, CLIENT LIST) */
+    int last_cmd;         /* index in the command table, -1 before any */
+    struct scratch *scratch; /* reusable key arrays (cmd.c), so warm commands do not malloc */
+};
+
+/* Services of the layers above, provided by server.c. Any may be NULL (tests, fuzz). */
+struct server_hooks {
+    void *ud;
+    /* CLIENT LIST / CLIENT INFO: append one Redis-format line per client (only `only` if set). */
+    void (*client_list)(void *ud, struct rbuf *out, const struct session *only);
+    /* CLIENT KILL: close the clients with this id (id != 0) or address (addr != NULL). Returns
+     * how many were killed. */
+    int (*client_kill)(void *ud, uint64_t id, const char *addr);
+    uint64_t (*connected_clients)(void *ud);
+    /* SHUTDOWN: stop the loops after the current replies are flushed. save: 1 SAVE, 0 NOSAVE,
+     * -1 default. Returns 0, or -1 with err set (e.g. the final save failed). */
+    int (*shutdown)(void *ud, int save, char *err, size_t errlen);
+    /* SAVE (background 0) / BGSAVE (1). Returns 0 or -1 with err set. */
+    int (*save)(void *ud, int background, char *err, size_t errlen);
+    /* After CONFIG SET changed live settings. */
+    void (*config_changed)(void *ud);
+    /* INFO persistence section (appended as "field:value\r\n" lines). */
+    void (*info_persistence)(void *ud, struct rbuf *out);
+};
+
+struct slowlog;
+
+/* State shared by every connection. */
+struct cmd_env {
+    struct keyspace *ks;
+    struct conf *conf;            /* CONFIG SET writes under conf_lock */
+    pthread_mutex_t conf_lock;
+    _Atomic int auth_required;    /* requirepass is set: mirrors conf, read without the lock */
+    pthread_mutex_t names_lock;   /* guards session name/lib fields, read by CLIENT LIST on
+                                     other threads */
+    struct server_hooks hooks;
+    struct stats **stats;         /* one per I/O thread, for INFO */
+    int nstats;
+    int64_t start_ns;             /* wall clock at start (uptime) */
+    int64_t start_mono_ns;
+    char run_id[41];
+    int64_t tcp_port;             /* the port actually listened on */
+    struct slowlog *slowlog;
+};
+
+/* Sets up env fields that need it (lock, run_id, slowlog). ks, conf, stats are the caller's. */
+void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf);
+void cmd_env_deinit(struct cmd_env *env);
+
+/* Initialises / frees the session state (not the struct itself). */
+void session_init(struct session *s, uint64_t id, struct stats *stats);
+void session_deinit(struct session *s);
+
+/* Runs one command and appends its reply (or replies) to out. Reads the wall clock once.
+ * argv[i] holds lens[i] bytes followed by a NUL. May set SESSION_CLOSE_AFTER_REPLY. */
+void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
+                 const size_t *lens, struct rbuf *out);
+
+/* Called every 100 ms by the server: samples the command counter so INFO can report
+ * instantaneous_ops_per_sec. */
+void info_sample_ops(struct cmd_env *env);
+
+/* The command table, for COMMAND and stats. */
+int cmd_count(void);
+const char *cmd_name(int idx);
+
+#endif

@@ -1,0 +1,92 @@
+/* conf.h - configuration: defaults, redis.conf-style files, --name value overrides, CONFIG GET/SET.
+ *
+ * Every directive is one row of a table in conf.c (name, type, default, min, max, live-settable),
+ * so parsing, validation, CONFIG GET, CONFIG SET and the documented defaults cannot drift apart. */
+#ifndef RLIMITD_CONF_H
+#define RLIMITD_CONF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONF_MAX_BIND 16
+#define CONF_MAX_THREADS 16 /* upper bound of `threads`, and of what conf_resolve picks */
+
+enum conf_supervised { SUPERVISED_NO = 0, SUPERVISED_SYSTEMD, SUPERVISED_AUTO };
+
+struct conf {
+    char *bind[CONF_MAX_BIND]; /* addresses; a leading '-' marks one that may be unavailable */
+    int nbind;
+    int64_t port;              /* 0 disables TCP */
+    char *unixsocket;          /* NULL or "" = none */
+    int64_t unixsocketperm;    /* octal in the file, e.g. 700 */
+    int64_t threads;           /* 0 = online CPUs capped at 16 (resolved by conf_resolve) */
+    int64_t maxclients;
+    int64_t timeout;           /* seconds idle before a client is closed; 0 = never */
+    int64_t tcp_keepalive;     /* seconds; 0 = off */
+    char *requirepass;         /* NULL or "" = no AUTH needed */
+    int64_t maxmemory;         /* bytes; 0 = no limit */
+    char *dir;
+    char *dbfilename;
+    int64_t save_interval;     /* seconds; 0 = off */
+    int64_t loglevel;          /* enum log_level */
+    char *logfile;             /* "" = stderr */
+    char *pidfile;             /* "" = none */
+    int64_t supervised;        /* enum conf_supervised */
+    int64_t window_max_count;
+    int64_t client_query_buffer_limit;
+    int64_t proto_max_bulk_len;
+    int64_t proto_max_args;
+    int64_t client_output_buffer_limit; /* pending output bytes before a client stops being read */
+    int64_t slowlog_log_slower_than;    /* microseconds; -1 disables */
+    int64_t slowlog_max_len;
+};
+
+/* Fills *c with the defaults. Every string field is then a malloc'd string, never NULL (an unset
+ * one is ""); conf_free releases them. */
+void conf_init(struct conf *c);
+/* Frees the strings owned by *c and NULLs them; calling it twice is harmless. */
+void conf_free(struct conf *c);
+
+/* Reads a file. Returns 0, or -1 with err holding "file:line: reason" (the reason is one of the
+ * conf_set texts below, or "unbalanced quotes", "too many arguments", "NUL byte in line"), or
+ * "file: strerror" when the file cannot be read. Later lines override earlier ones; a repeated
+ * `bind` replaces the list. On failure *c may hold part of the file: conf_free it. */
+int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen);
+
+/* Applies one directive: name (case-insensitive) and its argument words, e.g. "bind"
+ * {"127.0.0.1", "::1"}; a bind word may itself hold several space-separated addresses, so
+ * `CONFIG SET bind "a b"` and `--bind "a b"` work. Used for the file, for "--name value"
+ * overrides and for CONFIG SET (live != 0 refuses directives that cannot change at run time,
+ * and also refuses a proto-max-bulk-len above client-query-buffer-limit).
+ * Returns 0, or -1 with *c unchanged and err (may be NULL) holding the reason alone: no "ERR", no
+ * file or line, so the caller adds its own frame. The reasons are:
+ *   unknown directive 'NAME'
+ *   wrong number of arguments for 'NAME' (expected 1, got N)
+ *   wrong number of arguments for 'bind' (expected 1..16 addresses, got N)
+ *   invalid value for 'NAME': 'VALUE' (WHY)     e.g. (must be 0..65535), (not an integer)
+ *   can't set immutable config                  (live only; Redis's words, so the command layer
+ *                                                can answer "ERR CONFIG SET failed (possibly
+ *                                                related to argument 'NAME') - " + err)
+ * The pseudo-directives `save` and `appendonly` only accept "" and "no" (a no-op).
+ * Not thread safe: CONFIG SET must hold a lock that readers of the string fields also take. */
+int conf_set(struct conf *c, const char *name, int argc, const char *const *argv, int live,
+             char *err, size_t errlen);
+
+/* Checks that hold between directives, after the file and the overrides are applied (the file
+ * alone cannot be judged: an override may fix it): proto-max-bulk-len must not exceed
+ * client-query-buffer-limit, and something must be listened on (port or unixsocket).
+ * Returns 0, or -1 with the reason in err. */
+int conf_check(const struct conf *c, char *err, size_t errlen);
+
+/* Fills in derived defaults (threads 0 -> online CPUs, capped at CONF_MAX_THREADS). */
+void conf_resolve(struct conf *c);
+
+/* CONFIG GET: calls cb(name, value) for every directive whose name matches the glob pattern
+ * (case-insensitive), in table order, with the value formatted as CONFIG GET shows it: numbers
+ * and memory in plain decimal, enums by name, unixsocketperm in octal digits, bind as a
+ * space-separated list, and the pseudo-directives save "" and appendonly "no" last. value is
+ * only valid during the call. */
+typedef void (*conf_visit_fn)(void *ud, const char *name, const char *value);
+void conf_get(const struct conf *c, const char *pattern, conf_visit_fn cb, void *ud);
+
+#endif

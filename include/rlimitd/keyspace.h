@@ -1,0 +1,144 @@
+/* keyspace.h - the sharded in-memory tables of typed entries (DESIGN.md "Keyspace").
+ *
+ * Locking contract: every function that takes a key requires the caller to hold the lock of that
+ * key's shard (ks_lock(ks, ks_shard(ks, key))); functions taking a shard index require that
+ * shard's lock. cmd.c does the locking; nothing in here locks, except the global counters, which
+ * are atomics. Every time is absolute wall-clock nanoseconds; `now` is the command's clock read.
+ * An entry whose expiry is <= now is treated as absent and freed on the spot. */
+#ifndef RLIMITD_KEYSPACE_H
+#define RLIMITD_KEYSPACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlimitd/gcra.h"
+
+struct keyspace;
+
+/* A key with its hash computed once (ks_key_init), used for both shard and bucket. */
+struct ks_key {
+    const char *p;
+    size_t len;
+    uint64_t hash;
+};
+
+enum ks_type {
+    KS_NONE = 0, /* absent */
+    KS_GCRA,     /* CL.THROTTLE state: the TAT; TYPE says "string" */
+    KS_INT,      /* a string that is a canonical int64 (counters) */
+    KS_RAW,      /* any other string */
+    KS_SWLOG,    /* ISALLOWED window log; TYPE says "zset" */
+};
+
+/* Results of the typed operations (negative = error). */
+#define KS_OK 0
+#define KS_WRONGTYPE (-1)
+#define KS_OOM (-2)      /* would add a key while used memory > maxmemory */
+#define KS_NOTINT (-3)   /* INCR on a string that is not an integer */
+#define KS_OVERFLOW (-4) /* INCR past int64 */
+
+/* Shard count is 1 << shard_bits (0..12). seed keys the hash. Returns NULL on bad arguments. */
+struct keyspace *ks_create(unsigned shard_bits, const uint8_t seed[16]);
+/* Frees everything and sets *ksp to NULL. */
+void ks_destroy(struct keyspace **ksp);
+
+void ks_key_init(const struct keyspace *ks, struct ks_key *k, const char *p, size_t len);
+unsigned ks_shard(const struct keyspace *ks, const struct ks_key *k);
+unsigned ks_nshards(const struct keyspace *ks);
+void ks_lock(struct keyspace *ks, unsigned shard);
+void ks_unlock(struct keyspace *ks, unsigned shard);
+
+/* 0 = no limit. Checked when a command would create a key. */
+void ks_set_maxmemory(struct keyspace *ks, uint64_t bytes);
+/* Bytes allocated for entries, values and tables (malloc_usable_size), all shards. */
+uint64_t ks_used_memory(const struct keyspace *ks);
+/* Live entries (may include expired ones not yet reclaimed) and those with an expiry. */
+uint64_t ks_key_count(const struct keyspace *ks);
+uint64_t ks_expires_count(const struct keyspace *ks);
+
+/* ---- limiter state ---- */
+
+/* One CL.THROTTLE on key: reads the TAT, runs gcra_step, stores the new TAT with expiry at it.
+ * Returns KS_OK, KS_WRONGTYPE, KS_OOM, or -100 with *err set on arithmetic overflow. */
+int ks_gcra_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
+                  const struct gcra_limits *l, struct gcra_result *r, const char **err);
+
+/* One ISALLOWED on key: records an attempt at now (ms) in the window log, sets *allowed, and
+ * expires the key period_ms after the newest attempt. Returns KS_OK, KS_WRONGTYPE, KS_OOM. */
+int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t period_ms,
+                   int64_t max_count, int *allowed);
+
+/* ---- strings and counters ---- */
+
+/* A read-only view of a value; pointers stay valid while the shard lock is held and the key is
+ * not modified. For KS_GCRA, i is the TAT; for KS_INT the integer; for KS_RAW p/len the bytes;
+ * for KS_SWLOG, i is the number of attempts stored. */
+struct ks_value {
+    enum ks_type type;
+    int64_t i;
+    const char *p;
+    size_t len;
+};
+
+/* Looks key up. Returns its type (KS_NONE if absent) and fills *v if v is not NULL. */
+enum ks_type ks_get(struct keyspace *ks, const struct ks_key *key, int64_t now,
+                    struct ks_value *v);
+
+#define KS_SET_NX 1      /* only if absent */
+#define KS_SET_XX 2      /* only if present */
+#define KS_SET_KEEPTTL 4 /* keep the current expiry */
+
+/* SET: replaces whatever key holds with the string val (stored as KS_INT when canonical).
+ * expire_at is absolute ns, 0 for none. Returns 1 if set, 0 if NX/XX prevented it, KS_OOM. */
+int ks_set(struct keyspace *ks, const struct ks_key *key, int64_t now, const char *val,
+           size_t len, int64_t expire_at, int flags);
+
+/* INCRBY: absent counts as 0 (created without expiry). Returns KS_OK with *out, KS_WRONGTYPE
+ * (GCRA or window state), KS_NOTINT, KS_OVERFLOW, KS_OOM. */
+int ks_incrby(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t delta,
+              int64_t *out);
+
+/* ---- generic key commands ---- */
+
+/* 1 if deleted, 0 if absent. */
+int ks_del(struct keyspace *ks, const struct ks_key *key, int64_t now);
+
+/* Remaining time to live in ns: -2 absent, -1 no expiry. */
+int64_t ks_ttl_ns(struct keyspace *ks, const struct ks_key *key, int64_t now);
+
+#define KS_EXPIRE_NX 1
+#define KS_EXPIRE_XX 2
+#define KS_EXPIRE_GT 4
+#define KS_EXPIRE_LT 8
+
+/* Sets the expiry to the absolute time at (ns). An expiry at or before now deletes the key, as
+ * Redis does. Flags as EXPIRE's NX/XX/GT/LT (a key without expiry counts as infinite TTL for
+ * GT/LT). Returns 1 if the expiry was set (or the key deleted), 0 otherwise. */
+int ks_expire(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t at, int flags);
+
+/* Removes the expiry. 1 if there was one, 0 otherwise. */
+int ks_persist(struct keyspace *ks, const struct ks_key *key, int64_t now);
+
+/* ---- whole shards (caller holds that shard's lock) ---- */
+
+/* Frees every entry of the shard. */
+void ks_flush_shard(struct keyspace *ks, unsigned shard);
+
+/* Visits live entries of one shard for SCAN, starting at bucket cursor `cursor` (0 = start),
+ * visiting at least `count` buckets or until the shard ends. Calls cb for each live key.
+ * Returns the next bucket cursor, 0 when the shard is done. Uses reverse-binary cursor
+ * increments, so keys present for the whole iteration are returned at least once even if the
+ * table resizes between calls. */
+typedef void (*ks_visit_fn)(void *ud, const char *key, size_t len, enum ks_type type);
+uint64_t ks_scan_shard(struct keyspace *ks, unsigned shard, uint64_t cursor, size_t count,
+                       int64_t now, ks_visit_fn cb, void *ud);
+
+/* Active expiry: examines up to max_buckets buckets of the shard from where the last call
+ * stopped, frees expired entries, and shrinks the table if it became sparse.
+ * Returns the number of entries freed. */
+size_t ks_expire_cycle(struct keyspace *ks, unsigned shard, int64_t now, size_t max_buckets);
+
+/* Type names as TYPE and SCAN TYPE use them: "none", "string", "zset". */
+const char *ks_type_name(enum ks_type t);
+
+#endif

@@ -1,0 +1,33 @@
+/* util.h - strict number parsing and formatting, glob matching, small string helpers. */
+#ifndef RLIMITD_UTIL_H
+#define RLIMITD_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Parses a base-10 int64 exactly as Redis's string2ll does: optional '-', digits, no '+', no
+ * spaces, no leading zeros (except "0" itself), no overflow. s need not be NUL terminated.
+ * Returns 0 and sets *out, or -1. */
+int util_parse_i64(const char *s, size_t len, int64_t *out);
+
+/* Writes v in base 10 to buf (at least 21 bytes) without a NUL; returns the length. */
+size_t util_fmt_i64(char *buf, int64_t v);
+
+/* Glob match as Redis's stringmatchlen: * ? [abc] [^a-z] and backslash escapes.
+ * nocase != 0 compares ASCII case-insensitively. Returns 1 on a match. Bounded recursion. */
+int util_glob_match(const char *pat, size_t plen, const char *s, size_t slen, int nocase);
+
+/* 1 if the len bytes at s equal the NUL-terminated lit, ignoring ASCII case. */
+int util_eq_nocase(const char *s, size_t len, const char *lit);
+
+/* Memory amount with redis.conf units: plain bytes, b, k=1000, kb=1024, m, mb, g, gb (case
+ * insensitive). s is NUL terminated, digits then the unit with nothing around them. Returns 0
+ * and sets *out, or -1 (bad syntax, negative or overflow). */
+int util_parse_memory(const char *s, int64_t *out);
+
+/* Duration in milliseconds: plain number = default_unit_ms each (1000 for seconds); suffixes
+ * ms, s, m (minutes), h, case insensitive. s is NUL terminated. Returns 0 and sets *out_ms, or
+ * -1 (bad syntax, negative or overflow). */
+int util_parse_duration_ms(const char *s, int64_t default_unit_ms, int64_t *out_ms);
+
+#endif

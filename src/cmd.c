@@ -1,0 +1,601 @@
+/* cmd.c - the command table and the dispatcher.
+ *
+ * cmd_execute is the single door between a parsed request and the keyspace. In order it: reads
+ * the clock once, finds the command (case-insensitive), checks arity, checks AUTH, queues the
+ * command if the session is inside MULTI, hashes the command's keys, locks their shards in
+ * ascending order, runs the handler, unlocks, and counts the call for INFO (DESIGN.md). */
+#include "cmd_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlimitd/clock.h"
+#include "rlimitd/util.h"
+#include "slowlog.h"
+
+/* The table, in COMMAND's order. Arity, flags, key positions and ACL categories are Redis 7's
+ * for the commands Redis has, so cluster-aware clients route by them (SPEC 4). */
+static const struct cmd_def commands[] = {
+    {"cl.throttle", -5, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write fast", cmd_throttle},
+    {"isallowed", 5, CMD_WRITE | CMD_DENYOOM | CMD_FAST | CMD_KEYDERIVED, 1, 1, 1, "write fast",
+     cmd_isallowed},
+    {"get", 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "read string fast", cmd_get},
+    {"set", -3, CMD_WRITE | CMD_DENYOOM, 1, 1, 1, "write string slow", cmd_set},
+    {"incr", 2, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_incr},
+    {"incrby", 3, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_incrby},
+    {"decr", 2, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_decr},
+    {"decrby", 3, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_decrby},
+    {"exists", -2, CMD_READONLY | CMD_FAST, 1, -1, 1, "keyspace read fast", cmd_exists},
+    {"del", -2, CMD_WRITE, 1, -1, 1, "keyspace write slow", cmd_del},
+    {"unlink", -2, CMD_WRITE | CMD_FAST, 1, -1, 1, "keyspace write fast", cmd_del},
+    {"type", 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "keyspace read fast", cmd_type},
+    {"ttl", 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "keyspace read fast", cmd_ttl},
+    {"pttl", 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "keyspace read fast", cmd_pttl},
+    {"expire", -3, CMD_WRITE | CMD_FAST, 1, 1, 1, "keyspace write fast", cmd_expire},
+    {"pexpire", -3, CMD_WRITE | CMD_FAST, 1, 1, 1, "keyspace write fast", cmd_pexpire},
+    {"persist", 2, CMD_WRITE | CMD_FAST, 1, 1, 1, "keyspace write fast", cmd_persist},
+    {"scan", -2, CMD_READONLY | CMD_ALLSHARDS, 0, 0, 0, "keyspace read slow", cmd_scan},
+    {"dbsize", 1, CMD_READONLY | CMD_FAST | CMD_ALLSHARDS, 0, 0, 0, "keyspace read fast",
+     cmd_dbsize},
+    {"flushall", -1, CMD_WRITE | CMD_ALLSHARDS, 0, 0, 0, "keyspace write slow dangerous",
+     cmd_flushall},
+    {"flushdb", -1, CMD_WRITE | CMD_ALLSHARDS, 0, 0, 0, "keyspace write slow dangerous",
+     cmd_flushall},
+    {"ping", -1, CMD_FAST, 0, 0, 0, "fast connection", cmd_ping},
+    {"echo", 2, CMD_FAST, 0, 0, 0, "fast connection", cmd_echo},
+    {"quit", -1, CMD_NOAUTH | CMD_NOMULTI | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0,
+     0, 0, "fast connection", cmd_quit},
+    {"reset", 1, CMD_NOAUTH | CMD_NOMULTI | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0,
+     0, 0, "fast connection", cmd_reset},
+    {"hello", -1, CMD_NOAUTH | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "fast connection", cmd_hello},
+    {"auth", -2, CMD_NOAUTH | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "fast connection", cmd_auth},
+    {"select", 2, CMD_FAST | CMD_LOADING | CMD_STALE, 0, 0, 0, "fast connection", cmd_select},
+    {"client", -2, CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0, "slow connection",
+     cmd_client},
+    {"time", 1, CMD_FAST | CMD_LOADING | CMD_STALE, 0, 0, 0, "fast", cmd_time},
+    {"config", -2, CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "admin slow dangerous", cmd_config},
+    {"shutdown", -1, CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "admin slow dangerous", cmd_shutdown},
+    {"save", 1, CMD_ADMIN | CMD_NOSCRIPT, 0, 0, 0, "admin slow dangerous", cmd_save},
+    {"bgsave", -1, CMD_ADMIN | CMD_NOSCRIPT, 0, 0, 0, "admin slow dangerous", cmd_bgsave},
+    {"lastsave", 1, CMD_FAST | CMD_LOADING | CMD_STALE, 0, 0, 0, "fast dangerous", cmd_lastsave},
+    {"slowlog", -2, CMD_ADMIN | CMD_LOADING | CMD_STALE, 0, 0, 0, "admin slow dangerous",
+     cmd_slowlog},
+    {"latency", -2, CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "admin slow dangerous", cmd_latency},
+    {"info", -1, CMD_LOADING | CMD_STALE, 0, 0, 0, "slow dangerous", cmd_info},
+    {"command", -1, CMD_LOADING | CMD_STALE, 0, 0, 0, "slow connection", cmd_command},
+    {"multi", 1, CMD_NOMULTI | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "fast transaction", cmd_multi},
+    {"exec", 1, CMD_NOMULTI | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "slow transaction", cmd_exec},
+    {"discard", 1, CMD_NOMULTI | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "fast transaction", cmd_discard},
+};
+
+#define NCOMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
+_Static_assert(sizeof(commands) / sizeof(commands[0]) <= STATS_MAX_CMDS, "stats table too small");
+
+const struct cmd_def *cmd_table(int *n)
+{
+    *n = NCOMMANDS;
+    return commands;
+}
+
+int cmd_count(void)
+{
+    return NCOMMANDS;
+}
+
+const char *cmd_name(int idx)
+{
+    return idx >= 0 && idx < NCOMMANDS ? commands[idx].name : NULL;
+}
+
+/* Lookup: command names are short; an open-addressing table over a case-folded hash, built
+ * once, answers in one or two probes. */
+#define LOOKUP_SLOTS 256
+static int lookup_slot[LOOKUP_SLOTS];
+static pthread_once_t lookup_once = PTHREAD_ONCE_INIT;
+
+static uint32_t name_hash(const char *s, size_t len)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (unsigned char)(c + 32);
+        h = (h ^ c) * 16777619u;
+    }
+    return h;
+}
+
+static void build_lookup(void)
+{
+    for (int i = 0; i < LOOKUP_SLOTS; i++)
+        lookup_slot[i] = -1;
+    for (int i = 0; i < NCOMMANDS; i++) {
+        uint32_t h = name_hash(commands[i].name, strlen(commands[i].name));
+        while (lookup_slot[h % LOOKUP_SLOTS] != -1)
+            h++;
+        lookup_slot[h % LOOKUP_SLOTS] = i;
+    }
+}
+
+static int lookup(const char *name, size_t len)
+{
+    pthread_once(&lookup_once, build_lookup);
+    for (uint32_t h = name_hash(name, len);; h++) {
+        int i = lookup_slot[h % LOOKUP_SLOTS];
+        if (i < 0)
+            return -1;
+        if (util_eq_nocase(name, len, commands[i].name))
+            return i;
+    }
+}
+
+/* ---- helpers shared by handlers ---- */
+
+int arg_i64(struct cmd_ctx *x, int i, int64_t *out)
+{
+    if (util_parse_i64(x->argv[i], x->lens[i], out) != 0) {
+        reply_error(x->out, "ERR value is not an integer or out of range");
+        return -1;
+    }
+    return 0;
+}
+
+int arg_is(const struct cmd_ctx *x, int i, const char *lit)
+{
+    return i < x->argc && util_eq_nocase(x->argv[i], x->lens[i], lit);
+}
+
+void reply_syntax_error(struct rbuf *out)
+{
+    reply_error(out, "ERR syntax error");
+}
+
+void reply_ks_error(struct rbuf *out, int rc)
+{
+    switch (rc) {
+    case KS_WRONGTYPE:
+        reply_error(out, "WRONGTYPE Operation against a key holding the wrong kind of value");
+        break;
+    case KS_OOM:
+        reply_error(out, "OOM command not allowed when used memory > 'maxmemory'.");
+        break;
+    case KS_NOTINT:
+        reply_error(out, "ERR value is not an integer or out of range");
+        break;
+    case KS_OVERFLOW:
+        reply_error(out, "ERR increment or decrement would overflow");
+        break;
+    default:
+        reply_errorf(out, "ERR internal error %d", rc);
+        break;
+    }
+}
+
+size_t isallowed_key(char *buf, const char *user, size_t ulen, const char *action, size_t alen)
+{
+    /* SPEC 3: the recipe's key, with the user as a Redis hash tag. */
+    memcpy(buf, "hist:{", 6);
+    memcpy(buf + 6, user, ulen);
+    buf[6 + ulen] = '}';
+    buf[7 + ulen] = ':';
+    memcpy(buf + 8 + ulen, action, alen);
+    return 8 + ulen + alen;
+}
+
+/* ---- sessions ---- */
+
+struct queued {
+    int cmd;
+    int argc;
+    char **argv;   /* argv[i] points into blob */
+    size_t *lens;
+};
+
+struct multi {
+    struct queued *q;
+    int n, cap;
+};
+
+/* Per-session scratch kept across commands so a warm connection hashes keys without malloc. */
+struct scratch {
+    struct ks_key *keys;
+    int cap;
+    char *derived; /* ISALLOWED's derived key */
+    size_t dcap;
+};
+
+void session_init(struct session *s, uint64_t id, struct stats *stats)
+{
+    memset(s, 0, sizeof(*s));
+    s->id = id;
+    s->stats = stats;
+    s->ctime_ns = clock_now_ns();
+    s->last_mono_ns = clock_mono_ns();
+    s->last_cmd = -1;
+}
+
+void multi_discard(struct session *s)
+{
+    struct multi *m = s->multi;
+    if (m != NULL) {
+        for (int i = 0; i < m->n; i++) {
+            free(m->q[i].argv); /* one block: pointers, lengths and bytes */
+        }
+        free(m->q);
+        free(m);
+        s->multi = NULL;
+    }
+    s->flags &= ~(SESSION_IN_MULTI | SESSION_MULTI_DIRTY);
+}
+
+static struct scratch *session_scratch(struct session *s)
+{
+    if (s->scratch == NULL) {
+        s->scratch = calloc(1, sizeof(struct scratch));
+        if (s->scratch == NULL)
+            abort();
+    }
+    return s->scratch;
+}
+
+void session_deinit(struct session *s)
+{
+    multi_discard(s);
+    free(s->name);
+    free(s->lib_name);
+    free(s->lib_ver);
+    if (s->scratch != NULL) {
+        free(s->scratch->keys);
+        free(s->scratch->derived);
+        free(s->scratch);
+    }
+    memset(s, 0, sizeof(*s));
+}
+
+void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
+{
+    memset(env, 0, sizeof(*env));
+    env->ks = ks;
+    env->conf = conf;
+    pthread_mutex_init(&env->conf_lock, NULL);
+    pthread_mutex_init(&env->names_lock, NULL);
+    env->start_ns = clock_now_ns();
+    env->start_mono_ns = clock_mono_ns();
+    /* A run id only needs to differ between runs: 160 bits from urandom, as hex. */
+    unsigned char rnd[20] = {0};
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f != NULL) {
+        if (fread(rnd, 1, sizeof(rnd), f) != sizeof(rnd))
+            memset(rnd, 0, sizeof(rnd));
+        fclose(f);
+    }
+    for (int i = 0; i < 20; i++)
+        snprintf(env->run_id + 2 * i, 3, "%02x", rnd[i] ^ (unsigned char)(env->start_ns >> i));
+    env->slowlog = slowlog_create();
+    atomic_store(&env->auth_required, conf->requirepass != NULL && conf->requirepass[0] != '\0');
+}
+
+void cmd_env_deinit(struct cmd_env *env)
+{
+    slowlog_destroy(&env->slowlog);
+    pthread_mutex_destroy(&env->conf_lock);
+    pthread_mutex_destroy(&env->names_lock);
+}
+
+/* ---- keys and locks ---- */
+
+/* Fills x->keys with the command's keys. Returns the count. */
+static int collect_keys(const struct cmd_def *d, struct session *s, int argc, char **argv,
+                        const size_t *lens, struct keyspace *ks, struct ks_key **keys)
+{
+    struct scratch *sc = session_scratch(s);
+    int n = 0;
+    if (d->flags & CMD_KEYDERIVED) {
+        size_t need = lens[1] + lens[2] + 8;
+        if (sc->dcap < need) {
+            free(sc->derived);
+            sc->dcap = need < 256 ? 256 : need;
+            sc->derived = malloc(sc->dcap);
+            if (sc->derived == NULL)
+                abort();
+        }
+        n = 1;
+    } else if (d->first_key > 0) {
+        int last = d->last_key < 0 ? argc + d->last_key : d->last_key;
+        if (last >= argc)
+            last = argc - 1;
+        n = last >= d->first_key ? (last - d->first_key) / d->step + 1 : 0;
+    }
+    if (n > sc->cap) {
+        free(sc->keys);
+        sc->cap = n < 8 ? 8 : n;
+        sc->keys = malloc(sizeof(struct ks_key) * (size_t)sc->cap);
+        if (sc->keys == NULL)
+            abort();
+    }
+    if (d->flags & CMD_KEYDERIVED) {
+        size_t len = isallowed_key(sc->derived, argv[1], lens[1], argv[2], lens[2]);
+        ks_key_init(ks, &sc->keys[0], sc->derived, len);
+    } else {
+        for (int i = 0; i < n; i++) {
+            int a = d->first_key + i * d->step;
+            ks_key_init(ks, &sc->keys[i], argv[a], lens[a]);
+        }
+    }
+    *keys = sc->keys;
+    return n;
+}
+
+#define MAX_SHARD_WORDS 64 /* 4096 shards at most (ks_create's limit) */
+
+struct shard_set {
+    uint64_t w[MAX_SHARD_WORDS];
+};
+
+static void shard_set_add(struct shard_set *set, unsigned shard)
+{
+    set->w[shard / 64] |= 1ull << (shard % 64);
+}
+
+/* Ascending order everywhere: two commands locking overlapping sets cannot deadlock. */
+static void lock_set(struct keyspace *ks, const struct shard_set *set, int lock)
+{
+    unsigned words = (ks_nshards(ks) + 63) / 64;
+    for (unsigned w = 0; w < words; w++) {
+        uint64_t bits = set->w[w];
+        while (bits != 0) {
+            unsigned shard = w * 64 + (unsigned)__builtin_ctzll(bits);
+            bits &= bits - 1;
+            if (lock)
+                ks_lock(ks, shard);
+            else
+                ks_unlock(ks, shard);
+        }
+    }
+}
+
+void ctx_lock_shard(struct cmd_ctx *x, unsigned shard)
+{
+    if (!x->all_locked)
+        ks_lock(x->env->ks, shard);
+}
+
+void ctx_unlock_shard(struct cmd_ctx *x, unsigned shard)
+{
+    if (!x->all_locked)
+        ks_unlock(x->env->ks, shard);
+}
+
+/* ---- dispatch ---- */
+
+static void count_error(struct session *s, const struct rbuf *out, size_t start)
+{
+    if (s->stats != NULL && out->len > start && out->p[start] == '-')
+        stats_add(&s->stats->errors[stats_err_of(out->p + start)], 1);
+}
+
+/* Runs a command whose arity and permissions were checked, with its shards locked unless
+ * all_locked. Counts it. */
+static void run(struct cmd_env *env, struct session *s, int idx, int argc, char **argv,
+                const size_t *lens, struct rbuf *out, int64_t now, int all_locked)
+{
+    const struct cmd_def *d = &commands[idx];
+    struct cmd_ctx x = {env, s, argc, argv, lens, NULL, 0, now, out, all_locked};
+    size_t start = out->len;
+    x.nkeys = collect_keys(d, s, argc, argv, lens, env->ks, &x.keys);
+    s->last_cmd = idx; /* before running: CLIENT LIST shows itself as the current command */
+
+    if (all_locked || x.nkeys == 0) {
+        d->fn(&x);
+    } else if (x.nkeys == 1) {
+        unsigned shard = ks_shard(env->ks, &x.keys[0]);
+        ks_lock(env->ks, shard);
+        d->fn(&x);
+        ks_unlock(env->ks, shard);
+    } else {
+        struct shard_set set = {{0}};
+        for (int i = 0; i < x.nkeys; i++)
+            shard_set_add(&set, ks_shard(env->ks, &x.keys[i]));
+        lock_set(env->ks, &set, 1);
+        d->fn(&x);
+        lock_set(env->ks, &set, 0);
+    }
+
+    int64_t end = clock_now_ns();
+    int64_t dur_us = end > now ? (end - now) / 1000 : 0;
+    if (s->stats != NULL) {
+        struct cmd_stats *cs = &s->stats->cmd[idx];
+        stats_add(&cs->calls, 1);
+        stats_add(&cs->usec, (uint64_t)dur_us);
+        if (out->len > start && out->p[start] == '-') {
+            stats_add(&cs->failed_calls, 1);
+            count_error(s, out, start);
+        }
+    }
+    if (env->slowlog != NULL)
+        slowlog_maybe_add(env->slowlog, env->conf, now, dur_us, argc, argv, lens, s);
+}
+
+static void reject(struct session *s, int idx, struct rbuf *out, const char *msg)
+{
+    size_t start = out->len;
+    reply_error(out, msg);
+    if (s->stats != NULL) {
+        if (idx >= 0)
+            stats_add(&s->stats->cmd[idx].rejected_calls, 1);
+        count_error(s, out, start);
+    }
+    /* Redis: an error while queueing makes EXEC fail. */
+    if (s->flags & SESSION_IN_MULTI)
+        s->flags |= SESSION_MULTI_DIRTY;
+}
+
+static void reject_unknown(struct session *s, int argc, char **argv, const size_t *lens,
+                           struct rbuf *out)
+{
+    /* Redis's exact text, including the trailing space after the last quoted argument. */
+    char msg[512];
+    int n = snprintf(msg, sizeof(msg), "ERR unknown command '%.*s', with args beginning with: ",
+                     (int)(lens[0] > 128 ? 128 : lens[0]), argv[0]);
+    size_t args = 0;
+    for (int i = 1; i < argc && args < 128 && n < (int)sizeof(msg); i++) {
+        int room = 128 - (int)args;
+        int w = snprintf(msg + n, sizeof(msg) - (size_t)n, "'%.*s' ",
+                         (int)(lens[i] > (size_t)room ? (size_t)room : lens[i]), argv[i]);
+        if (w < 0)
+            break;
+        args += (size_t)w;
+        n += w;
+    }
+    /* A NUL inside a name would cut the message short; that is what Redis prints too. */
+    reject(s, -1, out, msg);
+}
+
+static int arity_ok(const struct cmd_def *d, int argc)
+{
+    return d->arity >= 0 ? argc == d->arity : argc >= -d->arity;
+}
+
+static void queue(struct session *s, int idx, int argc, char **argv, const size_t *lens)
+{
+    struct multi *m = s->multi;
+    if (m->n == m->cap) {
+        int cap = m->cap ? m->cap * 2 : 8;
+        struct queued *q = realloc(m->q, sizeof(*q) * (size_t)cap);
+        if (q == NULL)
+            abort();
+        m->q = q;
+        m->cap = cap;
+    }
+    size_t bytes = 0;
+    for (int i = 0; i < argc; i++)
+        bytes += lens[i] + 1;
+    /* One block: argv pointers, lengths, then the argument bytes. */
+    size_t head = sizeof(char *) * (size_t)argc + sizeof(size_t) * (size_t)argc;
+    char *block = malloc(head + bytes);
+    if (block == NULL)
+        abort();
+    struct queued *e = &m->q[m->n++];
+    e->cmd = idx;
+    e->argc = argc;
+    e->argv = (char **)block;
+    e->lens = (size_t *)(block + sizeof(char *) * (size_t)argc);
+    char *p = block + head;
+    for (int i = 0; i < argc; i++) {
+        memcpy(p, argv[i], lens[i]);
+        p[lens[i]] = '\0';
+        e->argv[i] = p;
+        e->lens[i] = lens[i];
+        p += lens[i] + 1;
+    }
+}
+
+void cmd_multi(struct cmd_ctx *x)
+{
+    if (x->s->flags & SESSION_IN_MULTI) {
+        reply_error(x->out, "ERR MULTI calls can not be nested");
+        return;
+    }
+    x->s->multi = calloc(1, sizeof(struct multi));
+    if (x->s->multi == NULL)
+        abort();
+    x->s->flags |= SESSION_IN_MULTI;
+    reply_ok(x->out);
+}
+
+void cmd_discard(struct cmd_ctx *x)
+{
+    if (!(x->s->flags & SESSION_IN_MULTI)) {
+        reply_error(x->out, "ERR DISCARD without MULTI");
+        return;
+    }
+    multi_discard(x->s);
+    reply_ok(x->out);
+}
+
+void cmd_exec(struct cmd_ctx *x)
+{
+    struct session *s = x->s;
+    if (!(s->flags & SESSION_IN_MULTI)) {
+        reply_error(x->out, "ERR EXEC without MULTI");
+        return;
+    }
+    if (s->flags & SESSION_MULTI_DIRTY) {
+        multi_discard(s);
+        reply_error(x->out, "EXECABORT Transaction discarded because of previous errors.");
+        return;
+    }
+    /* Take every shard the transaction touches before its first command, so no other client's
+     * command interleaves on those keys (SPEC 4). A whole-keyspace command takes them all. */
+    struct multi *m = s->multi;
+    struct keyspace *ks = x->env->ks;
+    struct shard_set set = {{0}};
+    for (int i = 0; i < m->n; i++) {
+        const struct cmd_def *d = &commands[m->q[i].cmd];
+        if (d->flags & CMD_ALLSHARDS) {
+            for (unsigned sh = 0; sh < ks_nshards(ks); sh++)
+                shard_set_add(&set, sh);
+            break;
+        }
+        struct ks_key *keys;
+        int n = collect_keys(d, s, m->q[i].argc, m->q[i].argv, m->q[i].lens, ks, &keys);
+        for (int k = 0; k < n; k++)
+            shard_set_add(&set, ks_shard(ks, &keys[k]));
+    }
+    /* Detach the queue first: a queued RESET or QUIT must not free it under us. */
+    s->multi = NULL;
+    s->flags &= ~(SESSION_IN_MULTI | SESSION_MULTI_DIRTY);
+    reply_array(x->out, m->n);
+    lock_set(ks, &set, 1);
+    for (int i = 0; i < m->n; i++)
+        run(x->env, s, m->q[i].cmd, m->q[i].argc, m->q[i].argv, m->q[i].lens, x->out, x->now,
+            1);
+    lock_set(ks, &set, 0);
+    struct session tmp = {0};
+    tmp.multi = m;
+    multi_discard(&tmp);
+}
+
+void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
+                 const size_t *lens, struct rbuf *out)
+{
+    if (argc <= 0)
+        return;
+    int64_t now = clock_now_ns();
+    if (s->stats != NULL)
+        stats_add(&s->stats->commands, 1);
+
+    int idx = lookup(argv[0], lens[0]);
+    if (idx < 0) {
+        reject_unknown(s, argc, argv, lens, out);
+        return;
+    }
+    const struct cmd_def *d = &commands[idx];
+    if (!arity_ok(d, argc)) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "ERR wrong number of arguments for '%s' command", d->name);
+        reject(s, idx, out, msg);
+        return;
+    }
+    if (!s->authed && !(d->flags & CMD_NOAUTH) &&
+        atomic_load_explicit(&env->auth_required, memory_order_relaxed)) {
+        reject(s, idx, out, "NOAUTH Authentication required.");
+        return;
+    }
+    if ((s->flags & SESSION_IN_MULTI) && !(d->flags & CMD_NOMULTI)) {
+        queue(s, idx, argc, argv, lens);
+        reply_simple(out, "QUEUED");
+        return;
+    }
+    run(env, s, idx, argc, argv, lens, out, now, 0);
+}

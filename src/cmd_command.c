@@ -1,0 +1,772 @@
+/* cmd_command.c - COMMAND [COUNT|INFO|DOCS|GETKEYS|GETKEYSANDFLAGS|LIST|HELP] (SPEC 4).
+ *
+ * Cluster-aware clients (redis-py, go-redis) read COMMAND once to learn where each command keeps
+ * its keys, and route CL.THROTTLE and ISALLOWED by their first argument from that; redis-cli
+ * reads COMMAND DOCS for its help. Both parse strictly, so every entry has Redis 7.0's exact
+ * shape. An entry is the 10-element array
+ *
+ *   name, arity, flags (status replies), first key, last key, step,
+ *   ACL categories (status replies "@cat"), tips (bulk strings),
+ *   key specs: one map-as-array per key range,
+ *     ["flags", [+RW, +access, ...],
+ *      "begin_search", ["type", "index", "spec", ["index", first]],
+ *      "find_keys", ["type", "range", "spec", ["lastkey", n, "keystep", step, "limit", 0]]]
+ *     (Redis puts an optional "notes", text first),
+ *   subcommands (empty: rlimitd lists its container commands as single entries).
+ *
+ * The dispatcher's table (cmd.c) gives name, arity, flags, key positions and categories. What
+ * only COMMAND needs - key-spec flags, tips and the DOCS text - lives in `meta` below, matched
+ * by name, so cmd.c stays the one list of commands. A command without a meta row still gets a
+ * well-formed entry (flags derived from CMD_WRITE/CMD_READONLY) and a minimal DOCS map. */
+#include "cmd_internal.h"
+
+#include <string.h>
+
+#include "rlimitd/util.h"
+
+/* ---- helpers shared with the other commands that have subcommands ---- */
+
+void reply_subcmd_unknown(struct cmd_ctx *x, const char *cmd)
+{
+    /* Redis's text; it cuts the echoed name at 128 bytes. */
+    reply_errorf(x->out, "ERR unknown subcommand '%.*s'. Try %s HELP.",
+                 (int)(x->lens[1] > 128 ? 128 : x->lens[1]), x->argv[1], cmd);
+}
+
+void reply_subcmd_arity(struct cmd_ctx *x, const char *cmd, const char *sub)
+{
+    reply_errorf(x->out, "ERR wrong number of arguments for '%s|%s' command", cmd, sub);
+}
+
+void reply_help_lines(struct rbuf *out, const char *const *lines)
+{
+    int64_t n = 0;
+    while (lines[n] != NULL)
+        n++;
+    reply_array(out, n);
+    for (int64_t i = 0; i < n; i++)
+        reply_simple(out, lines[i]);
+}
+
+/* ---- what only COMMAND needs ---- */
+
+struct cmd_meta {
+    const char *name;
+    /* Key-spec flags as Redis 7.0 shows them for the same command, space separated in Redis's
+     * order (RO RW OW RM access update insert delete ...). NULL: derived from the row's flags. */
+    const char *keyflags;
+    /* GETKEYSANDFLAGS: Redis resolves "variable_flags" from the arguments; rlimitd's SET has no
+     * GET option, so its key is always overwritten. NULL: same as keyflags. */
+    const char *resolved;
+    const char *notes; /* key-spec notes, NULL for none */
+    const char *tips;  /* space separated, NULL for none */
+    /* COMMAND DOCS. args is a compact argument list, see emit_args. */
+    const char *summary, *since, *group, *complexity, *args;
+    unsigned extra; /* FLAG_* below */
+};
+
+/* Redis flags without a CMD_* bit, because nothing in rlimitd acts on them. They are shown
+ * where Redis shows them and they hold for rlimitd as well: no script can ever be busy, and
+ * EXEC is never recorded in the slow log (its queued commands are). */
+#define FLAG_SKIP_SLOWLOG 0x40000000u
+#define FLAG_ALLOW_BUSY 0x80000000u
+_Static_assert(((FLAG_SKIP_SLOWLOG | FLAG_ALLOW_BUSY) & 0xffffu) == 0, "clash with CMD_* bits");
+
+/* Arguments: items separated by spaces. An item is [?][*]name[:type][=TOKEN][(...)|{...}]:
+ * ? optional, * multiple; a token without a type is a pure token; (...) a oneof and {...} a
+ * block of nested items. Types are Redis's: key, string, integer, double, pattern, unix-time. */
+static const struct cmd_meta meta[] = {
+    {"cl.throttle", "RW access update", NULL, NULL, NULL,
+     "Applies a GCRA rate limit to a key and answers whether the action is allowed, with the "
+     "limit, remaining quota, retry and reset times",
+     "0.1.0", "generic", "O(1)",
+     "key:key max_burst:integer count:integer period:integer ?quantity:integer", 0},
+    {"isallowed", "RW access update", NULL,
+     "The state key is hist:{user}:action; the user is its hash tag, so route by it", NULL,
+     "Records an attempt in a sliding-window log and answers whether it is within the limit",
+     "0.1.0", "generic", "O(1) amortized",
+     "user:key action:string period:integer max_count:integer", 0},
+    {"get", "RO access", NULL, NULL, NULL, "Returns the string value of a key", "1.0.0", "string",
+     "O(1)", "key:key", 0},
+    {"set", "RW access update variable_flags", "OW update", NULL, NULL,
+     "Sets the string value of a key, with an optional expiry and existence condition", "1.0.0",
+     "string", "O(1)",
+     "key:key value:string ?condition(nx=NX xx=XX) ?expiration(seconds:integer=EX "
+     "milliseconds:integer=PX unix-time-seconds:unix-time=EXAT "
+     "unix-time-milliseconds:unix-time=PXAT keepttl=KEEPTTL)",
+     0},
+    {"incr", "RW access update", NULL, NULL, NULL, "Adds one to the integer value of a key",
+     "1.0.0", "string", "O(1)", "key:key", 0},
+    {"incrby", "RW access update", NULL, NULL, NULL, "Adds an amount to the integer value of a key",
+     "1.0.0", "string", "O(1)", "key:key increment:integer", 0},
+    {"decr", "RW access update", NULL, NULL, NULL, "Subtracts one from the integer value of a key",
+     "1.0.0", "string", "O(1)", "key:key", 0},
+    {"decrby", "RW access update", NULL, NULL, NULL,
+     "Subtracts an amount from the integer value of a key", "1.0.0", "string", "O(1)",
+     "key:key decrement:integer", 0},
+    {"exists", "RO", NULL, NULL, "request_policy:multi_shard response_policy:agg_sum",
+     "Counts how many of the given keys exist", "1.0.0", "generic",
+     "O(N) where N is the number of keys", "*key:key", 0},
+    {"del", "RM delete", NULL, NULL, "request_policy:multi_shard response_policy:agg_sum",
+     "Deletes keys", "1.0.0", "generic", "O(N) where N is the number of keys", "*key:key", 0},
+    {"unlink", "RM delete", NULL, NULL, "request_policy:multi_shard response_policy:agg_sum",
+     "Deletes keys", "4.0.0", "generic", "O(N) where N is the number of keys", "*key:key", 0},
+    {"type", "RO", NULL, NULL, NULL, "Returns the type of the value stored at a key", "1.0.0",
+     "generic", "O(1)", "key:key", 0},
+    {"ttl", "RO access", NULL, NULL, "nondeterministic_output",
+     "Returns the time to live of a key in seconds", "1.0.0", "generic", "O(1)", "key:key", 0},
+    {"pttl", "RO access", NULL, NULL, "nondeterministic_output",
+     "Returns the time to live of a key in milliseconds", "2.6.0", "generic", "O(1)", "key:key", 0},
+    {"expire", "RW update", NULL, NULL, NULL, "Sets the time to live of a key in seconds", "1.0.0",
+     "generic", "O(1)", "key:key seconds:integer ?condition(nx=NX xx=XX gt=GT lt=LT)", 0},
+    {"pexpire", "RW update", NULL, NULL, NULL, "Sets the time to live of a key in milliseconds",
+     "2.6.0", "generic", "O(1)", "key:key milliseconds:integer ?condition(nx=NX xx=XX gt=GT lt=LT)",
+     0},
+    {"persist", "RW update", NULL, NULL, NULL, "Removes the expiry of a key", "2.2.0", "generic",
+     "O(1)", "key:key", 0},
+    {"scan", NULL, NULL, NULL, "nondeterministic_output request_policy:special",
+     "Iterates over the key space", "2.8.0", "generic",
+     "O(1) for every call. O(N) for a complete iteration",
+     "cursor:integer ?pattern:pattern=MATCH ?count:integer=COUNT ?type:string=TYPE", 0},
+    {"dbsize", NULL, NULL, NULL, "request_policy:all_shards response_policy:agg_sum",
+     "Returns the number of keys", "1.0.0", "server", "O(1)", NULL, 0},
+    {"flushall", NULL, NULL, NULL, "request_policy:all_shards response_policy:all_succeeded",
+     "Removes every key", "1.0.0", "server", "O(N) where N is the number of keys",
+     "?async(async=ASYNC sync=SYNC)", 0},
+    {"flushdb", NULL, NULL, NULL, "request_policy:all_shards response_policy:all_succeeded",
+     "Removes every key (rlimitd has one database)", "1.0.0", "server",
+     "O(N) where N is the number of keys", "?async(async=ASYNC sync=SYNC)", 0},
+    {"ping", NULL, NULL, NULL, "request_policy:all_shards response_policy:all_succeeded",
+     "Answers PONG, or echoes a message", "1.0.0", "connection", "O(1)", "?message:string", 0},
+    {"echo", NULL, NULL, NULL, NULL, "Returns the given string", "1.0.0", "connection", "O(1)",
+     "message:string", 0},
+    {"quit", NULL, NULL, NULL, NULL, "Closes the connection after the reply", "1.0.0", "connection",
+     "O(1)", NULL, FLAG_ALLOW_BUSY},
+    {"reset", NULL, NULL, NULL, NULL, "Resets the connection to its initial state", "6.2.0",
+     "connection", "O(1)", NULL, FLAG_ALLOW_BUSY},
+    {"hello", NULL, NULL, NULL, NULL, "Handshakes with the server (RESP2 only)", "6.0.0",
+     "connection", "O(1)",
+     "?arguments{protover:integer ?username_password{username:string password:string}=AUTH "
+     "?clientname:string=SETNAME}",
+     FLAG_ALLOW_BUSY},
+    {"auth", NULL, NULL, NULL, NULL, "Authenticates the connection", "1.0.0", "connection", "O(1)",
+     "?username:string password:string", FLAG_ALLOW_BUSY},
+    {"select", NULL, NULL, NULL, NULL, "Selects the database (only 0 exists)", "1.0.0",
+     "connection", "O(1)", "index:integer", 0},
+    {"client", NULL, NULL, NULL, NULL, "A container for connection commands", "2.4.0", "connection",
+     "Depends on subcommand.", NULL, 0},
+    {"time", NULL, NULL, NULL, "nondeterministic_output", "Returns the server time", "2.6.0",
+     "server", "O(1)", NULL, 0},
+    {"config", NULL, NULL, NULL, NULL, "A container for configuration commands", "2.0.0", "server",
+     "Depends on subcommand.", NULL, 0},
+    {"shutdown", NULL, NULL, NULL, NULL, "Saves the state and stops the server", "1.0.0", "server",
+     "O(N) when saving, where N is the number of keys",
+     "?nosave_save(nosave=NOSAVE save=SAVE) ?now=NOW ?force=FORCE", FLAG_ALLOW_BUSY},
+    {"save", NULL, NULL, NULL, NULL, "Writes a snapshot and waits for it", "1.0.0", "server",
+     "O(N) where N is the number of keys", NULL, 0},
+    {"bgsave", NULL, NULL, NULL, NULL, "Writes a snapshot in the background", "1.0.0", "server",
+     "O(N) where N is the number of keys", "?schedule=SCHEDULE", 0},
+    {"lastsave", NULL, NULL, NULL, "nondeterministic_output",
+     "Returns the Unix time of the last successful snapshot", "1.0.0", "server", "O(1)", NULL, 0},
+    {"slowlog", NULL, NULL, NULL, NULL, "A container for slow log commands", "2.2.12", "server",
+     "Depends on subcommand.", NULL, 0},
+    {"latency", NULL, NULL, NULL, NULL, "A container for latency commands", "2.8.13", "server",
+     "Depends on subcommand.", NULL, 0},
+    {"info", NULL, NULL, NULL,
+     "nondeterministic_output request_policy:all_shards response_policy:special",
+     "Returns information and statistics about the server", "1.0.0", "server", "O(1)",
+     "?*section:string", 0},
+    {"command", NULL, NULL, NULL, "nondeterministic_output_order",
+     "Returns details about the commands", "2.8.13", "server",
+     "O(N) where N is the number of commands", NULL, 0},
+    {"multi", NULL, NULL, NULL, NULL, "Starts a transaction", "1.2.0", "transactions", "O(1)", NULL,
+     FLAG_ALLOW_BUSY},
+    {"exec", NULL, NULL, NULL, NULL, "Runs the commands queued since MULTI", "1.2.0",
+     "transactions", "Depends on the queued commands", NULL, FLAG_SKIP_SLOWLOG},
+    {"discard", NULL, NULL, NULL, NULL, "Discards the commands queued since MULTI", "2.0.0",
+     "transactions", "O(N) where N is the number of queued commands", NULL, FLAG_ALLOW_BUSY},
+};
+
+#define NMETA ((int)(sizeof(meta) / sizeof(meta[0])))
+
+static const struct cmd_meta *meta_of(const char *name)
+{
+    for (int i = 0; i < NMETA; i++)
+        if (strcmp(meta[i].name, name) == 0)
+            return &meta[i];
+    return NULL;
+}
+
+static const struct cmd_def *find_cmd(const char *name, size_t len)
+{
+    int n;
+    const struct cmd_def *t = cmd_table(&n);
+    for (int i = 0; i < n; i++)
+        if (util_eq_nocase(name, len, t[i].name))
+            return &t[i];
+    return NULL;
+}
+
+/* ---- small reply builders ---- */
+
+static void status_n(struct rbuf *out, const char *p, size_t n)
+{
+    char *d = rbuf_reserve(out, n + 3);
+    d[0] = '+';
+    memcpy(d + 1, p, n);
+    d[n + 1] = '\r';
+    d[n + 2] = '\n';
+    out->len += n + 3;
+}
+
+static int count_words(const char *s)
+{
+    int n = 0;
+    for (const char *p = s; p != NULL && *p != '\0';) {
+        p += strspn(p, " ");
+        if (*p == '\0')
+            break;
+        n++;
+        p += strcspn(p, " ");
+    }
+    return n;
+}
+
+/* An array of the space-separated words of s (NULL = none), as status or bulk replies. */
+static void reply_words(struct rbuf *out, const char *s, int status)
+{
+    reply_array(out, count_words(s));
+    for (const char *p = s; p != NULL && *p != '\0';) {
+        p += strspn(p, " ");
+        if (*p == '\0')
+            break;
+        size_t n = strcspn(p, " ");
+        if (status)
+            status_n(out, p, n);
+        else
+            reply_bulk(out, p, n);
+        p += n;
+    }
+}
+
+/* Redis 7's flag names, in the order Redis lists them. */
+static const struct {
+    unsigned bit;
+    const char *name;
+} flag_names[] = {
+    {CMD_WRITE, "write"},    {CMD_READONLY, "readonly"},          {CMD_DENYOOM, "denyoom"},
+    {CMD_ADMIN, "admin"},    {CMD_NOSCRIPT, "noscript"},          {CMD_LOADING, "loading"},
+    {CMD_STALE, "stale"},    {FLAG_SKIP_SLOWLOG, "skip_slowlog"}, {CMD_FAST, "fast"},
+    {CMD_NOAUTH, "no_auth"}, {FLAG_ALLOW_BUSY, "allow_busy"},
+};
+
+#define NFLAGS ((int)(sizeof(flag_names) / sizeof(flag_names[0])))
+
+static void reply_flags(struct rbuf *out, unsigned flags)
+{
+    int n = 0;
+    for (int i = 0; i < NFLAGS; i++)
+        n += (flags & flag_names[i].bit) != 0;
+    reply_array(out, n);
+    for (int i = 0; i < NFLAGS; i++)
+        if (flags & flag_names[i].bit)
+            reply_simple(out, flag_names[i].name);
+}
+
+/* Redis 7's ACL categories in its order; COMMAND lists a command's categories in this order
+ * whatever order the table row names them in. */
+static const char *const acl_order[] = {
+    "keyspace", "read",   "write",       "set",       "sortedset",  "list",        "hash",
+    "string",   "bitmap", "hyperloglog", "geo",       "stream",     "pubsub",      "admin",
+    "fast",     "slow",   "blocking",    "dangerous", "connection", "transaction", "scripting",
+};
+
+#define NACL ((int)(sizeof(acl_order) / sizeof(acl_order[0])))
+
+/* 1 if the space-separated list has the word w (case-insensitive, as ACL names are). */
+static int has_word(const char *list, const char *w, size_t wlen)
+{
+    for (const char *p = list; p != NULL && *p != '\0';) {
+        p += strspn(p, " ");
+        size_t n = strcspn(p, " ");
+        if (n == wlen && n > 0) {
+            char tmp[32];
+            if (n < sizeof(tmp)) {
+                memcpy(tmp, p, n);
+                tmp[n] = '\0';
+                if (util_eq_nocase(w, wlen, tmp))
+                    return 1;
+            }
+        }
+        p += n;
+    }
+    return 0;
+}
+
+static void reply_acl(struct rbuf *out, const char *acl)
+{
+    int n = count_words(acl);
+    reply_array(out, n);
+    char tmp[40];
+    int done = 0;
+    for (int i = 0; i < NACL && done < n; i++) {
+        if (has_word(acl, acl_order[i], strlen(acl_order[i]))) {
+            tmp[0] = '@';
+            strcpy(tmp + 1, acl_order[i]);
+            reply_simple(out, tmp);
+            done++;
+        }
+    }
+    /* Categories Redis does not know keep the row's order, after the known ones. */
+    for (const char *p = acl; done < n && p != NULL && *p != '\0';) {
+        p += strspn(p, " ");
+        size_t w = strcspn(p, " ");
+        int known = 0;
+        for (int i = 0; i < NACL && !known; i++)
+            known = w > 0 && util_eq_nocase(p, w, acl_order[i]);
+        if (w > 0 && !known && w < sizeof(tmp) - 1) {
+            tmp[0] = '@';
+            memcpy(tmp + 1, p, w);
+            status_n(out, tmp, w + 1);
+            done++;
+        }
+        p += w;
+    }
+    /* A word too long for tmp (never in the table) would leave the array short: pad it. */
+    for (; done < n; done++)
+        reply_simple(out, "@unknown");
+}
+
+static const char *key_flags(const struct cmd_def *d, const struct cmd_meta *m)
+{
+    if (m != NULL && m->keyflags != NULL)
+        return m->keyflags;
+    return (d->flags & CMD_WRITE) ? "RW access update" : "RO access";
+}
+
+/* Redis's lastkey in a range spec is relative to the first key; negative counts from the end. */
+static int64_t spec_lastkey(const struct cmd_def *d)
+{
+    return d->last_key < 0 ? d->last_key : d->last_key - d->first_key;
+}
+
+static void reply_keyspecs(struct rbuf *out, const struct cmd_def *d, const struct cmd_meta *m)
+{
+    if (d->first_key <= 0) {
+        reply_array(out, 0);
+        return;
+    }
+    int notes = m != NULL && m->notes != NULL;
+    reply_array(out, 1);
+    reply_array(out, notes ? 8 : 6);
+    if (notes) {
+        reply_bulk_cstr(out, "notes");
+        reply_bulk_cstr(out, m->notes);
+    }
+    reply_bulk_cstr(out, "flags");
+    reply_words(out, key_flags(d, m), 1);
+    reply_bulk_cstr(out, "begin_search");
+    reply_array(out, 4);
+    reply_bulk_cstr(out, "type");
+    reply_bulk_cstr(out, "index");
+    reply_bulk_cstr(out, "spec");
+    reply_array(out, 2);
+    reply_bulk_cstr(out, "index");
+    reply_int(out, d->first_key);
+    reply_bulk_cstr(out, "find_keys");
+    reply_array(out, 4);
+    reply_bulk_cstr(out, "type");
+    reply_bulk_cstr(out, "range");
+    reply_bulk_cstr(out, "spec");
+    reply_array(out, 6);
+    reply_bulk_cstr(out, "lastkey");
+    reply_int(out, spec_lastkey(d));
+    reply_bulk_cstr(out, "keystep");
+    reply_int(out, d->step);
+    reply_bulk_cstr(out, "limit");
+    reply_int(out, 0);
+}
+
+static void reply_entry(struct rbuf *out, const struct cmd_def *d)
+{
+    const struct cmd_meta *m = meta_of(d->name);
+    reply_array(out, 10);
+    reply_bulk_cstr(out, d->name);
+    reply_int(out, d->arity);
+    reply_flags(out, d->flags | (m != NULL ? m->extra : 0));
+    reply_int(out, d->first_key);
+    reply_int(out, d->last_key);
+    reply_int(out, d->step);
+    reply_acl(out, d->acl);
+    reply_words(out, m != NULL ? m->tips : NULL, 0);
+    reply_keyspecs(out, d, m);
+    reply_array(out, 0); /* subcommands */
+}
+
+/* ---- COMMAND DOCS ---- */
+
+/* Length of one item of an argument list starting at p (up to a space at bracket depth 0). */
+static size_t item_len(const char *p, const char *end)
+{
+    int depth = 0;
+    const char *q = p;
+    for (; q < end; q++) {
+        if (*q == '(' || *q == '{')
+            depth++;
+        else if (*q == ')' || *q == '}')
+            depth--;
+        else if (*q == ' ' && depth == 0)
+            break;
+    }
+    return (size_t)(q - p);
+}
+
+/* Length of the bracketed group at p, through its matching closing bracket. */
+static size_t group_len(const char *p, const char *end)
+{
+    int depth = 0;
+    const char *q = p;
+    for (; q < end; q++) {
+        if (*q == '(' || *q == '{') {
+            depth++;
+        } else if (*q == ')' || *q == '}') {
+            if (--depth == 0)
+                return (size_t)(q - p) + 1;
+        }
+    }
+    return (size_t)(q - p);
+}
+
+static int count_items(const char *p, const char *end)
+{
+    int n = 0;
+    while (p < end) {
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        p += item_len(p, end);
+        n++;
+    }
+    return n;
+}
+
+static void emit_args(struct rbuf *out, const char *p, const char *end);
+
+/* Bytes from p before end or the first byte of stop. */
+static size_t span(const char *p, const char *end, const char *stop)
+{
+    const char *q = p;
+    while (q < end && strchr(stop, *q) == NULL)
+        q++;
+    return (size_t)(q - p);
+}
+
+/* One argument map: name, type, [key_spec_index], [token], [flags], [arguments], the fields in
+ * the order Redis 7.0 sends them. */
+static void emit_arg(struct rbuf *out, const char *p, const char *end)
+{
+    int optional = 0, multiple = 0;
+    for (; p < end && (*p == '?' || *p == '*'); p++) {
+        optional |= *p == '?';
+        multiple |= *p == '*';
+    }
+    const char *name = p;
+    size_t name_len = span(p, end, ":=({");
+    p += name_len;
+    const char *type = NULL, *token = NULL, *sub = NULL, *sub_end = NULL;
+    size_t type_len = 0, token_len = 0;
+    if (p < end && *p == ':') {
+        type = ++p;
+        type_len = span(p, end, "=({");
+        p += type_len;
+    }
+    if (p < end && (*p == '(' || *p == '{')) {
+        type = *p == '(' ? "oneof" : "block";
+        type_len = 5;
+        sub = p + 1;
+        size_t n = group_len(p, end);
+        sub_end = p + n - 1; /* the closing bracket */
+        p += n;
+    }
+    if (p < end && *p == '=') {
+        token = ++p;
+        token_len = (size_t)(end - p);
+    }
+    if (type == NULL) {
+        type = "pure-token";
+        type_len = 10;
+    }
+    int is_key = type_len == 3 && memcmp(type, "key", 3) == 0;
+    int fields = 2 + is_key + (token != NULL) + (optional || multiple) + (sub != NULL);
+    reply_array(out, 2 * fields);
+    reply_bulk_cstr(out, "name");
+    reply_bulk(out, name, name_len);
+    reply_bulk_cstr(out, "type");
+    reply_bulk(out, type, type_len);
+    if (is_key) {
+        /* Every rlimitd command has at most one key spec. */
+        reply_bulk_cstr(out, "key_spec_index");
+        reply_int(out, 0);
+    }
+    if (token != NULL) {
+        reply_bulk_cstr(out, "token");
+        reply_bulk(out, token, token_len);
+    }
+    if (optional || multiple) {
+        reply_bulk_cstr(out, "flags");
+        reply_array(out, optional + multiple);
+        if (optional)
+            reply_simple(out, "optional");
+        if (multiple)
+            reply_simple(out, "multiple");
+    }
+    if (sub != NULL) {
+        reply_bulk_cstr(out, "arguments");
+        emit_args(out, sub, sub_end);
+    }
+}
+
+static void emit_args(struct rbuf *out, const char *p, const char *end)
+{
+    reply_array(out, count_items(p, end));
+    while (p < end) {
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        size_t n = item_len(p, end);
+        emit_arg(out, p, p + n);
+        p += n;
+    }
+}
+
+static void reply_docs(struct rbuf *out, const struct cmd_def *d)
+{
+    const struct cmd_meta *m = meta_of(d->name);
+    reply_bulk_cstr(out, d->name);
+    if (m == NULL) {
+        /* A command added to cmd.c without a meta row: still a valid docs map. */
+        reply_array(out, 6);
+        reply_bulk_cstr(out, "summary");
+        reply_bulk_cstr(out, "");
+        reply_bulk_cstr(out, "since");
+        reply_bulk_cstr(out, "0.1.0");
+        reply_bulk_cstr(out, "group");
+        reply_bulk_cstr(out, "generic");
+        return;
+    }
+    int has_args = m->args != NULL;
+    reply_array(out, has_args ? 10 : 8);
+    reply_bulk_cstr(out, "summary");
+    reply_bulk_cstr(out, m->summary);
+    reply_bulk_cstr(out, "since");
+    reply_bulk_cstr(out, m->since);
+    reply_bulk_cstr(out, "group");
+    reply_bulk_cstr(out, m->group);
+    reply_bulk_cstr(out, "complexity");
+    reply_bulk_cstr(out, m->complexity);
+    if (has_args) {
+        reply_bulk_cstr(out, "arguments");
+        emit_args(out, m->args, m->args + strlen(m->args));
+    }
+}
+
+/* ---- subcommands ---- */
+
+static void command_docs(struct cmd_ctx *x)
+{
+    int n;
+    const struct cmd_def *t = cmd_table(&n);
+    if (x->argc == 2) {
+        reply_array(x->out, 2 * (int64_t)n);
+        for (int i = 0; i < n; i++)
+            reply_docs(x->out, &t[i]);
+        return;
+    }
+    /* Redis leaves unknown names out of the map; a name asked twice appears twice. */
+    int64_t found = 0;
+    for (int i = 2; i < x->argc; i++)
+        found += find_cmd(x->argv[i], x->lens[i]) != NULL;
+    reply_array(x->out, 2 * found);
+    for (int i = 2; i < x->argc; i++) {
+        const struct cmd_def *d = find_cmd(x->argv[i], x->lens[i]);
+        if (d != NULL)
+            reply_docs(x->out, d);
+    }
+}
+
+static void command_info(struct cmd_ctx *x)
+{
+    int n;
+    const struct cmd_def *t = cmd_table(&n);
+    if (x->argc == 2) {
+        reply_array(x->out, n);
+        for (int i = 0; i < n; i++)
+            reply_entry(x->out, &t[i]);
+        return;
+    }
+    reply_array(x->out, x->argc - 2);
+    for (int i = 2; i < x->argc; i++) {
+        const struct cmd_def *d = find_cmd(x->argv[i], x->lens[i]);
+        if (d != NULL)
+            reply_entry(x->out, d);
+        else
+            reply_nil(x->out); /* Redis 7.0 answers a RESP2 null bulk for an unknown name */
+    }
+}
+
+/* COMMAND GETKEYS / GETKEYSANDFLAGS <command> <args...> (with_flags for the latter). */
+static void command_getkeys(struct cmd_ctx *x, int with_flags)
+{
+    const struct cmd_def *d = find_cmd(x->argv[2], x->lens[2]);
+    if (d == NULL) {
+        reply_error(x->out, "ERR Invalid command specified");
+        return;
+    }
+    int argc = x->argc - 2;
+    char **argv = x->argv + 2;
+    const size_t *lens = x->lens + 2;
+    if (d->arity >= 0 ? argc != d->arity : argc < -d->arity) {
+        reply_error(x->out, "ERR Invalid number of arguments specified for command");
+        return;
+    }
+    if (d->first_key <= 0) {
+        reply_error(x->out, "ERR The command has no key arguments");
+        return;
+    }
+    /* The same positions the dispatcher locks (cmd.c collect_keys). ISALLOWED's state key is
+     * derived from its user argument, whose hash tag it carries: the user is what routes. */
+    int last = d->last_key < 0 ? argc + d->last_key : d->last_key;
+    if (last >= argc)
+        last = argc - 1;
+    int64_t n = last >= d->first_key ? (last - d->first_key) / d->step + 1 : 0;
+    const struct cmd_meta *m = meta_of(d->name);
+    const char *flags = m != NULL && m->resolved != NULL ? m->resolved : key_flags(d, m);
+    reply_array(x->out, n);
+    for (int64_t i = 0; i < n; i++) {
+        int a = d->first_key + (int)i * d->step;
+        if (with_flags) {
+            reply_array(x->out, 2);
+            reply_bulk(x->out, argv[a], lens[a]);
+            reply_words(x->out, flags, 1);
+        } else {
+            reply_bulk(x->out, argv[a], lens[a]);
+        }
+    }
+}
+
+/* COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern] */
+static void command_list(struct cmd_ctx *x)
+{
+    enum { ALL, MODULE, ACLCAT, PATTERN } filter = ALL;
+    if (x->argc == 5 && arg_is(x, 2, "FILTERBY")) {
+        if (arg_is(x, 3, "MODULE"))
+            filter = MODULE;
+        else if (arg_is(x, 3, "ACLCAT"))
+            filter = ACLCAT;
+        else if (arg_is(x, 3, "PATTERN"))
+            filter = PATTERN;
+        else {
+            reply_syntax_error(x->out);
+            return;
+        }
+    } else if (x->argc != 2) {
+        reply_syntax_error(x->out);
+        return;
+    }
+    int n;
+    const struct cmd_def *t = cmd_table(&n);
+    int64_t count = 0;
+    /* Two passes over ~40 rows: count, then emit, so the array header is exact. */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            reply_array(x->out, count);
+        for (int i = 0; i < n; i++) {
+            int keep = 0;
+            switch (filter) {
+            case ALL:
+                keep = 1;
+                break;
+            case MODULE: /* rlimitd loads no modules */
+                keep = 0;
+                break;
+            case ACLCAT:
+                keep = has_word(t[i].acl, x->argv[4], x->lens[4]);
+                break;
+            case PATTERN:
+                keep = util_glob_match(x->argv[4], x->lens[4], t[i].name, strlen(t[i].name), 1);
+                break;
+            }
+            if (!keep)
+                continue;
+            if (pass == 0)
+                count++;
+            else
+                reply_bulk_cstr(x->out, t[i].name);
+        }
+    }
+}
+
+static const char *const command_help[] = {
+    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "(no subcommand)",
+    "    Return the details of every command.",
+    "COUNT",
+    "    Return the number of commands.",
+    "LIST [FILTERBY (MODULE <name>|ACLCAT <category>|PATTERN <pattern>)]",
+    "    Return the names of the commands, all or those matching the filter.",
+    "INFO [<command-name> ...]",
+    "    Return the details of the named commands (of every command without names).",
+    "DOCS [<command-name> ...]",
+    "    Return the documentation of the named commands (of every command without names).",
+    "GETKEYS <full-command>",
+    "    Return the keys of a full command.",
+    "GETKEYSANDFLAGS <full-command>",
+    "    Return the keys of a full command with their access flags.",
+    "HELP",
+    "    Print this help.",
+    NULL,
+};
+
+void cmd_command(struct cmd_ctx *x)
+{
+    if (x->argc == 1) {
+        int n;
+        const struct cmd_def *t = cmd_table(&n);
+        reply_array(x->out, n);
+        for (int i = 0; i < n; i++)
+            reply_entry(x->out, &t[i]);
+        return;
+    }
+    /* Subcommand arities are Redis 7.0's: COUNT 2, HELP 2, INFO/DOCS/LIST -2, GETKEYS -4. */
+    if (arg_is(x, 1, "COUNT")) {
+        if (x->argc != 2)
+            reply_subcmd_arity(x, "command", "count");
+        else
+            reply_int(x->out, cmd_count());
+    } else if (arg_is(x, 1, "INFO")) {
+        command_info(x);
+    } else if (arg_is(x, 1, "DOCS")) {
+        command_docs(x);
+    } else if (arg_is(x, 1, "LIST")) {
+        command_list(x);
+    } else if (arg_is(x, 1, "GETKEYS")) {
+        if (x->argc < 4)
+            reply_subcmd_arity(x, "command", "getkeys");
+        else
+            command_getkeys(x, 0);
+    } else if (arg_is(x, 1, "GETKEYSANDFLAGS")) {
+        if (x->argc < 4)
+            reply_subcmd_arity(x, "command", "getkeysandflags");
+        else
+            command_getkeys(x, 1);
+    } else if (arg_is(x, 1, "HELP")) {
+        if (x->argc != 2)
+            reply_subcmd_arity(x, "command", "help");
+        else
+            reply_help_lines(x->out, command_help);
+    } else {
+        reply_subcmd_unknown(x, "COMMAND");
+    }
+}

@@ -1,0 +1,97 @@
+/* cmd_internal.h - what the command handlers (cmd_*.c) share with the dispatcher (cmd.c).
+ * Not part of any public contract. */
+#ifndef RLIMITD_CMD_INTERNAL_H
+#define RLIMITD_CMD_INTERNAL_H
+
+#include <stdint.h>
+
+#include "rlimitd/cmd.h"
+#include "rlimitd/keyspace.h"
+#include "rlimitd/reply.h"
+
+/* Command flags, shown by COMMAND as Redis's names. */
+#define CMD_WRITE 0x1u
+#define CMD_READONLY 0x2u
+#define CMD_DENYOOM 0x4u
+#define CMD_FAST 0x8u
+#define CMD_NOAUTH 0x10u     /* runs before AUTH: AUTH, HELLO, QUIT, RESET */
+#define CMD_NOMULTI 0x20u    /* runs at once even inside MULTI (EXEC, DISCARD, MULTI, QUIT, RESET) */
+#define CMD_ALLSHARDS 0x40u  /* visits the whole keyspace (takes shards itself, one at a time) */
+#define CMD_ADMIN 0x80u
+#define CMD_LOADING 0x100u
+#define CMD_STALE 0x200u
+#define CMD_NOSCRIPT 0x400u
+#define CMD_KEYDERIVED 0x800u /* the state key is built from the arguments (ISALLOWED) */
+
+struct cmd_ctx {
+    struct cmd_env *env;
+    struct session *s;
+    int argc;
+    char **argv;
+    const size_t *lens;
+    struct ks_key *keys; /* the command's keys, hashed, in argument order */
+    int nkeys;
+    int64_t now;         /* the command's one wall-clock read, ns */
+    struct rbuf *out;
+    int all_locked;      /* inside EXEC with every shard held: handlers must not lock */
+};
+
+typedef void (*cmd_fn)(struct cmd_ctx *x);
+
+struct cmd_def {
+    const char *name;  /* lower case, as COMMAND shows it */
+    int arity;         /* Redis convention: n exact, -n at least n */
+    unsigned flags;
+    int first_key, last_key, step; /* Redis key positions; last -1 = the last argument */
+    const char *acl;   /* ACL categories for COMMAND, space separated, without '@' */
+    cmd_fn fn;
+};
+
+const struct cmd_def *cmd_table(int *n);
+
+/* Whole-keyspace handlers take shards through these, so that inside EXEC (all shards already
+ * held) they do not lock twice. */
+void ctx_lock_shard(struct cmd_ctx *x, unsigned shard);
+void ctx_unlock_shard(struct cmd_ctx *x, unsigned shard);
+
+/* Argument helpers: parse argv[i] as a strict integer; on failure reply the SPEC error
+ * "ERR value is not an integer or out of range" and return -1. */
+int arg_i64(struct cmd_ctx *x, int i, int64_t *out);
+int arg_is(const struct cmd_ctx *x, int i, const char *lit);
+void reply_syntax_error(struct rbuf *out);
+/* Replies for KS_WRONGTYPE / KS_OOM / KS_NOTINT / KS_OVERFLOW. */
+void reply_ks_error(struct rbuf *out, int rc);
+
+/* The ISALLOWED state key "hist:{user}:action" (SPEC 3) written into buf (cap bytes at least
+ * lens[1] + lens[2] + 8). Returns its length. */
+size_t isallowed_key(char *buf, const char *user, size_t ulen, const char *action, size_t alen);
+
+/* Handlers. */
+#define HANDLERS(X)                                                                               \
+    X(throttle) X(isallowed) X(get) X(set) X(incr) X(incrby) X(decr) X(decrby) X(exists) X(del)   \
+    X(type) X(ttl) X(pttl) X(expire) X(pexpire) X(persist) X(scan) X(dbsize) X(flushall)          \
+    X(ping) X(echo) X(quit) X(reset) X(hello) X(auth) X(select) X(client) X(time) X(config)       \
+    X(shutdown) X(save) X(bgsave) X(lastsave) X(slowlog) X(latency) X(info) X(command) X(multi)   \
+    X(exec) X(discard)
+#define DECLARE_HANDLER(name) void cmd_##name(struct cmd_ctx *x);
+HANDLERS(DECLARE_HANDLER)
+#undef DECLARE_HANDLER
+
+/* MULTI queue (cmd.c). */
+void multi_discard(struct session *s);
+
+/* Replies for commands with subcommands (cmd_command.c), Redis's texts:
+ * "ERR unknown subcommand '<argv[1]>'. Try <CMD> HELP." and
+ * "ERR wrong number of arguments for '<cmd>|<sub>' command"; and a HELP reply, an array of
+ * status lines from a NULL-terminated list. */
+void reply_subcmd_unknown(struct cmd_ctx *x, const char *cmd);
+void reply_subcmd_arity(struct cmd_ctx *x, const char *cmd, const char *sub);
+void reply_help_lines(struct rbuf *out, const char *const *lines);
+
+/* INFO's instantaneous_ops_per_sec (cmd_info.c): records (monotonic time, total commands).
+ * The server calls it every 100 ms from one timer, and INFO reports the rate over about the
+ * last two seconds of samples. INFO samples too, so without the timer the figure is the rate
+ * since the previous INFO. Thread safe. */
+void info_sample_ops(struct cmd_env *env);
+
+#endif

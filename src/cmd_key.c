@@ -1,0 +1,225 @@
+/* cmd_key.c - keyspace commands: EXISTS, DEL/UNLINK, TYPE, TTL, PTTL, EXPIRE, PEXPIRE, PERSIST,
+ * SCAN, DBSIZE, FLUSHALL/FLUSHDB. */
+#include "cmd_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlimitd/util.h"
+
+#define NS_PER_MS 1000000LL
+
+void cmd_exists(struct cmd_ctx *x)
+{
+    int64_t n = 0;
+    for (int i = 0; i < x->nkeys; i++)
+        n += ks_get(x->env->ks, &x->keys[i], x->now, NULL) != KS_NONE;
+    reply_int(x->out, n);
+}
+
+void cmd_del(struct cmd_ctx *x)
+{
+    int64_t n = 0;
+    for (int i = 0; i < x->nkeys; i++)
+        n += ks_del(x->env->ks, &x->keys[i], x->now);
+    reply_int(x->out, n);
+}
+
+void cmd_type(struct cmd_ctx *x)
+{
+    reply_simple(x->out, ks_type_name(ks_get(x->env->ks, &x->keys[0], x->now, NULL)));
+}
+
+/* Remaining ms, rounded up so a live key never reports 0 before it is gone; -2 / -1 as is. */
+static int64_t pttl_ms(struct cmd_ctx *x)
+{
+    int64_t ns = ks_ttl_ns(x->env->ks, &x->keys[0], x->now);
+    return ns < 0 ? ns : (ns + NS_PER_MS - 1) / NS_PER_MS;
+}
+
+void cmd_pttl(struct cmd_ctx *x)
+{
+    reply_int(x->out, pttl_ms(x));
+}
+
+void cmd_ttl(struct cmd_ctx *x)
+{
+    int64_t ms = pttl_ms(x);
+    /* Redis rounds TTL to the nearest second. */
+    reply_int(x->out, ms < 0 ? ms : (ms + 500) / 1000);
+}
+
+static void expire_generic(struct cmd_ctx *x, int64_t unit_ns, const char *name)
+{
+    int64_t v;
+    if (arg_i64(x, 2, &v))
+        return;
+    int flags = 0;
+    for (int i = 3; i < x->argc; i++) {
+        if (arg_is(x, i, "NX"))
+            flags |= KS_EXPIRE_NX;
+        else if (arg_is(x, i, "XX"))
+            flags |= KS_EXPIRE_XX;
+        else if (arg_is(x, i, "GT"))
+            flags |= KS_EXPIRE_GT;
+        else if (arg_is(x, i, "LT"))
+            flags |= KS_EXPIRE_LT;
+        else {
+            reply_errorf(x->out, "ERR Unsupported option %.*s", (int)x->lens[i], x->argv[i]);
+            return;
+        }
+    }
+    if ((flags & KS_EXPIRE_NX) && (flags & (KS_EXPIRE_XX | KS_EXPIRE_GT | KS_EXPIRE_LT))) {
+        reply_error(x->out, "ERR NX and XX, GT or LT options at the same time are not compatible");
+        return;
+    }
+    if ((flags & KS_EXPIRE_GT) && (flags & KS_EXPIRE_LT)) {
+        reply_error(x->out, "ERR GT and LT options at the same time are not compatible");
+        return;
+    }
+    int64_t delta, at;
+    if (__builtin_mul_overflow(v, unit_ns, &delta) || __builtin_add_overflow(x->now, delta, &at)) {
+        reply_errorf(x->out, "ERR invalid expire time in '%s' command", name);
+        return;
+    }
+    reply_int(x->out, ks_expire(x->env->ks, &x->keys[0], x->now, at, flags));
+}
+
+void cmd_expire(struct cmd_ctx *x)
+{
+    expire_generic(x, 1000000000LL, "expire");
+}
+
+void cmd_pexpire(struct cmd_ctx *x)
+{
+    expire_generic(x, NS_PER_MS, "pexpire");
+}
+
+void cmd_persist(struct cmd_ctx *x)
+{
+    reply_int(x->out, ks_persist(x->env->ks, &x->keys[0], x->now));
+}
+
+void cmd_dbsize(struct cmd_ctx *x)
+{
+    reply_int(x->out, (int64_t)ks_key_count(x->env->ks));
+}
+
+void cmd_flushall(struct cmd_ctx *x)
+{
+    if (x->argc > 2 || (x->argc == 2 && !arg_is(x, 1, "ASYNC") && !arg_is(x, 1, "SYNC"))) {
+        reply_syntax_error(x->out);
+        return;
+    }
+    unsigned n = ks_nshards(x->env->ks);
+    for (unsigned i = 0; i < n; i++) {
+        ctx_lock_shard(x, i);
+        ks_flush_shard(x->env->ks, i);
+        ctx_unlock_shard(x, i);
+    }
+    reply_ok(x->out);
+}
+
+/* ---- SCAN ---- */
+
+struct scan_state {
+    const char *pattern;
+    size_t plen;
+    const char *type; /* NULL = any */
+    struct rbuf keys; /* the matching keys, each as a RESP bulk string */
+    int64_t n;
+};
+
+static void scan_visit(void *ud, const char *key, size_t len, enum ks_type type)
+{
+    struct scan_state *st = ud;
+    if (st->type != NULL && strcmp(st->type, ks_type_name(type)) != 0)
+        return;
+    if (st->pattern != NULL && !util_glob_match(st->pattern, st->plen, key, len, 0))
+        return;
+    reply_bulk(&st->keys, key, len);
+    st->n++;
+}
+
+static int parse_cursor(const char *s, size_t len, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (len == 0 || len > 20)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(s[i] - '0'), &v))
+            return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The cursor packs the shard in its low bits and that shard's reverse-binary bucket cursor
+ * above them; 0 starts and ends, as in Redis. */
+void cmd_scan(struct cmd_ctx *x)
+{
+    uint64_t cursor;
+    if (parse_cursor(x->argv[1], x->lens[1], &cursor) != 0) {
+        reply_error(x->out, "ERR invalid cursor");
+        return;
+    }
+    struct scan_state st = {0};
+    int64_t count = 10;
+    for (int i = 2; i < x->argc; i += 2) {
+        if (i + 1 >= x->argc) {
+            reply_syntax_error(x->out);
+            return;
+        }
+        if (arg_is(x, i, "MATCH")) {
+            st.pattern = x->argv[i + 1];
+            st.plen = x->lens[i + 1];
+            /* "*" matches everything: skip the matcher. */
+            if (st.plen == 1 && st.pattern[0] == '*')
+                st.pattern = NULL;
+        } else if (arg_is(x, i, "COUNT")) {
+            if (arg_i64(x, i + 1, &count))
+                return;
+            if (count < 1) {
+                reply_syntax_error(x->out);
+                return;
+            }
+        } else if (arg_is(x, i, "TYPE")) {
+            st.type = x->argv[i + 1];
+        } else {
+            reply_syntax_error(x->out);
+            return;
+        }
+    }
+    struct keyspace *ks = x->env->ks;
+    unsigned nshards = ks_nshards(ks);
+    unsigned bits = (unsigned)__builtin_ctz(nshards);
+    unsigned shard = (unsigned)(cursor & (nshards - 1));
+    uint64_t bucket = cursor >> bits;
+    rbuf_init(&st.keys);
+    /* COUNT is the amount of work, as in Redis: roughly COUNT keys, but an empty stretch of the
+     * keyspace stops after 10 x COUNT buckets so one call stays short. */
+    size_t step = count > 1024 ? 1024 : (size_t)count;
+    int64_t max_work = count > 100000 ? 1000000 : count * 10;
+    int64_t work = 0;
+    uint64_t next;
+    for (;;) {
+        ctx_lock_shard(x, shard);
+        bucket = ks_scan_shard(ks, shard, bucket, step, x->now, scan_visit, &st);
+        ctx_unlock_shard(x, shard);
+        work += (int64_t)step;
+        if (bucket == 0 && ++shard == nshards) {
+            next = 0;
+            break;
+        }
+        next = (bucket << bits) | shard;
+        if (st.n >= count || work >= max_work)
+            break;
+    }
+    reply_array(x->out, 2);
+    reply_bulk_i64(x->out, (int64_t)next);
+    reply_array(x->out, st.n);
+    rbuf_append(x->out, st.keys.p, st.keys.len);
+    rbuf_free(&st.keys);
+}

@@ -1,0 +1,73 @@
+/* cmd_limit.c - CL.THROTTLE (SPEC 2) and ISALLOWED (SPEC 3): validate, apply, reply. */
+#include "cmd_internal.h"
+
+#include <string.h>
+
+#include "rlimitd/gcra.h"
+
+/* The longest ISALLOWED period: 100 years, so that expiry arithmetic in ns stays far from
+ * int64 overflow for any wall clock this century. */
+#define ISALLOWED_MAX_PERIOD 3153600000LL
+
+void cmd_throttle(struct cmd_ctx *x)
+{
+    /* SPEC 2: arity 5 or 6 (the table says "at least 5"). */
+    if (x->argc > 6) {
+        reply_error(x->out, "ERR wrong number of arguments for 'cl.throttle' command");
+        return;
+    }
+    int64_t burst, count, period, quantity = 1;
+    if (arg_i64(x, 2, &burst) || arg_i64(x, 3, &count) || arg_i64(x, 4, &period))
+        return;
+    if (x->argc == 6 && arg_i64(x, 5, &quantity))
+        return;
+
+    struct gcra_limits l;
+    const char *err;
+    if (gcra_prepare(burst, count, period, quantity, &l, &err) != 0) {
+        reply_errorf(x->out, "ERR %s", err);
+        return;
+    }
+    struct gcra_result r;
+    int rc = ks_gcra_apply(x->env->ks, &x->keys[0], x->now, &l, &r, &err);
+    if (rc == -100) {
+        reply_errorf(x->out, "ERR %s", err);
+        return;
+    }
+    if (rc != KS_OK) {
+        reply_ks_error(x->out, rc);
+        return;
+    }
+    rbuf_append(x->out, "*5\r\n", 4);
+    reply_int(x->out, r.limited);
+    reply_int(x->out, r.limit);
+    reply_int(x->out, r.remaining);
+    reply_int(x->out, r.retry_after);
+    reply_int(x->out, r.reset_after);
+}
+
+void cmd_isallowed(struct cmd_ctx *x)
+{
+    int64_t period, max_count;
+    if (arg_i64(x, 3, &period) || arg_i64(x, 4, &max_count))
+        return;
+    if (period < 1 || period > ISALLOWED_MAX_PERIOD) {
+        reply_errorf(x->out, "ERR invalid period: must be between 1 and %lld seconds",
+                     (long long)ISALLOWED_MAX_PERIOD);
+        return;
+    }
+    int64_t ceiling = __atomic_load_n(&x->env->conf->window_max_count, __ATOMIC_RELAXED);
+    if (max_count < 0 || max_count > ceiling) {
+        reply_errorf(x->out,
+                     "ERR invalid max_count: must be between 0 and %lld (window-max-count)",
+                     (long long)ceiling);
+        return;
+    }
+    int allowed;
+    int rc = ks_swlog_apply(x->env->ks, &x->keys[0], x->now, period * 1000, max_count, &allowed);
+    if (rc != KS_OK) {
+        reply_ks_error(x->out, rc);
+        return;
+    }
+    reply_int(x->out, allowed);
+}

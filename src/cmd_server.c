@@ -1,0 +1,507 @@
+/* cmd_server.c - connection and server commands: PING, ECHO, QUIT, RESET, HELLO, AUTH, SELECT,
+ * CLIENT, TIME, CONFIG, SHUTDOWN, SAVE, BGSAVE, LASTSAVE (SPEC 4). */
+#include "cmd_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlimitd/util.h"
+#include "rlimitd_version.h"
+
+static void set_str(struct cmd_env *env, char **dst, const char *p, size_t len);
+
+void cmd_ping(struct cmd_ctx *x)
+{
+    if (x->argc > 2) {
+        reply_error(x->out, "ERR wrong number of arguments for 'ping' command");
+        return;
+    }
+    if (x->argc == 2)
+        reply_bulk(x->out, x->argv[1], x->lens[1]);
+    else
+        rbuf_append(x->out, "+PONG\r\n", 7);
+}
+
+void cmd_echo(struct cmd_ctx *x)
+{
+    reply_bulk(x->out, x->argv[1], x->lens[1]);
+}
+
+void cmd_quit(struct cmd_ctx *x)
+{
+    reply_ok(x->out);
+    x->s->flags |= SESSION_CLOSE_AFTER_REPLY;
+}
+
+static int auth_required(const struct cmd_env *env)
+{
+    return atomic_load_explicit(&((struct cmd_env *)env)->auth_required, memory_order_relaxed);
+}
+
+void cmd_reset(struct cmd_ctx *x)
+{
+    struct session *s = x->s;
+    multi_discard(s);
+    set_str(x->env, &s->name, NULL, 0);
+    /* Redis: RESET de-authenticates the connection when a password is needed. */
+    s->authed = !auth_required(x->env);
+    rbuf_append(x->out, "+RESET\r\n", 8);
+}
+
+/* Compares in time that depends only on the lengths, not on where the first difference is. */
+static int secret_equal(const char *a, size_t alen, const char *b, size_t blen)
+{
+    size_t n = alen > blen ? alen : blen;
+    unsigned char diff = alen != blen;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ca = i < alen ? (unsigned char)a[i] : 0;
+        unsigned char cb = i < blen ? (unsigned char)b[i] : 0;
+        diff |= ca ^ cb;
+    }
+    return diff == 0;
+}
+
+/* Checks user/password against requirepass (only the "default" user exists). Returns 1 if
+ * they match. With no requirepass the default user takes any password, as in Redis. */
+static int check_credentials(struct cmd_env *env, const char *user, size_t ulen, const char *pass,
+                             size_t plen)
+{
+    if (user != NULL && !(ulen == 7 && memcmp(user, "default", 7) == 0))
+        return 0;
+    pthread_mutex_lock(&env->conf_lock);
+    const char *want = env->conf->requirepass;
+    int ok = want == NULL || want[0] == '\0' || secret_equal(pass, plen, want, strlen(want));
+    pthread_mutex_unlock(&env->conf_lock);
+    return ok;
+}
+
+static const char wrongpass[] =
+    "WRONGPASS invalid username-password pair or user is disabled.";
+
+void cmd_auth(struct cmd_ctx *x)
+{
+    if (x->argc > 3) {
+        reply_syntax_error(x->out);
+        return;
+    }
+    if (x->argc == 2 && !auth_required(x->env)) {
+        reply_error(x->out, "ERR AUTH <password> called without any password configured for "
+                            "the default user. Are you sure your configuration is correct?");
+        return;
+    }
+    const char *user = x->argc == 3 ? x->argv[1] : NULL;
+    size_t ulen = x->argc == 3 ? x->lens[1] : 0;
+    if (!check_credentials(x->env, user, ulen, x->argv[x->argc - 1], x->lens[x->argc - 1])) {
+        reply_error(x->out, wrongpass);
+        return;
+    }
+    x->s->authed = 1;
+    reply_ok(x->out);
+}
+
+/* Client names: Redis refuses spaces, newlines and other non-printable bytes. */
+static int valid_name(const char *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (p[i] < '!' || p[i] > '~')
+            return 0;
+    return 1;
+}
+
+/* Session names are read by CLIENT LIST on other threads: swap them under names_lock. */
+static void set_str(struct cmd_env *env, char **dst, const char *p, size_t len)
+{
+    char *v = NULL;
+    if (len > 0) {
+        v = malloc(len + 1);
+        if (v == NULL)
+            abort();
+        memcpy(v, p, len);
+        v[len] = '\0';
+    }
+    pthread_mutex_lock(&env->names_lock);
+    char *old = *dst;
+    *dst = v;
+    pthread_mutex_unlock(&env->names_lock);
+    free(old);
+}
+
+static const char bad_name[] =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+
+void cmd_hello(struct cmd_ctx *x)
+{
+    int i = 1;
+    if (x->argc >= 2) {
+        int64_t ver;
+        if (util_parse_i64(x->argv[1], x->lens[1], &ver) != 0) {
+            reply_error(x->out, "ERR Protocol version is not an integer or out of range");
+            return;
+        }
+        /* SPEC 1: only RESP2; clients fall back on this error. */
+        if (ver != 2) {
+            reply_error(x->out, "NOPROTO unsupported protocol version");
+            return;
+        }
+        i = 2;
+    }
+    const char *name = NULL;
+    size_t name_len = 0;
+    int authed_now = 0;
+    for (; i < x->argc; i++) {
+        if (arg_is(x, i, "AUTH") && i + 2 < x->argc) {
+            if (!check_credentials(x->env, x->argv[i + 1], x->lens[i + 1], x->argv[i + 2],
+                                   x->lens[i + 2])) {
+                reply_error(x->out, wrongpass);
+                return;
+            }
+            authed_now = 1;
+            i += 2;
+        } else if (arg_is(x, i, "SETNAME") && i + 1 < x->argc) {
+            name = x->argv[i + 1];
+            name_len = x->lens[i + 1];
+            if (!valid_name(name, name_len)) {
+                reply_error(x->out, bad_name);
+                return;
+            }
+            i += 1;
+        } else {
+            reply_errorf(x->out, "ERR Syntax error in HELLO option '%.*s'", (int)x->lens[i],
+                         x->argv[i]);
+            return;
+        }
+    }
+    if (!x->s->authed && !authed_now && auth_required(x->env)) {
+        reply_error(x->out, "NOAUTH HELLO must be called with the client already authenticated, "
+                            "otherwise the HELLO <proto> AUTH <user> <pass> option can be used "
+                            "to authenticate the client and select the RESP protocol version at "
+                            "the same time");
+        return;
+    }
+    if (authed_now)
+        x->s->authed = 1;
+    if (name != NULL)
+        set_str(x->env, &x->s->name, name, name_len);
+    /* Redis's HELLO map, flattened to an array in RESP2 (SPEC 1). */
+    reply_array(x->out, 14);
+    reply_bulk_cstr(x->out, "server");
+    reply_bulk_cstr(x->out, "rlimitd");
+    reply_bulk_cstr(x->out, "version");
+    reply_bulk_cstr(x->out, RLIMITD_VERSION);
+    reply_bulk_cstr(x->out, "proto");
+    reply_int(x->out, 2);
+    reply_bulk_cstr(x->out, "id");
+    reply_int(x->out, (int64_t)x->s->id);
+    reply_bulk_cstr(x->out, "mode");
+    reply_bulk_cstr(x->out, "standalone");
+    reply_bulk_cstr(x->out, "role");
+    reply_bulk_cstr(x->out, "master");
+    reply_bulk_cstr(x->out, "modules");
+    reply_array(x->out, 0);
+}
+
+void cmd_select(struct cmd_ctx *x)
+{
+    int64_t db;
+    if (arg_i64(x, 1, &db))
+        return;
+    if (db != 0) {
+        reply_error(x->out, "ERR DB index is out of range");
+        return;
+    }
+    reply_ok(x->out);
+}
+
+void cmd_time(struct cmd_ctx *x)
+{
+    reply_array(x->out, 2);
+    reply_bulk_i64(x->out, x->now / 1000000000);
+    reply_bulk_i64(x->out, (x->now % 1000000000) / 1000);
+}
+
+static void unknown_subcommand(struct cmd_ctx *x, const char *cmd)
+{
+    reply_errorf(x->out, "ERR unknown subcommand '%.*s'. Try %s HELP.",
+                 (int)(x->lens[1] > 128 ? 128 : x->lens[1]), x->argv[1], cmd);
+}
+
+static void subcommand_arity(struct cmd_ctx *x, const char *cmd, const char *sub)
+{
+    reply_errorf(x->out, "ERR wrong number of arguments for '%s|%s' command", cmd, sub);
+}
+
+static void reply_help(struct rbuf *out, const char *const *lines)
+{
+    int64_t n = 0;
+    while (lines[n] != NULL)
+        n++;
+    reply_array(out, n);
+    for (int64_t i = 0; i < n; i++)
+        reply_simple(out, lines[i]);
+}
+
+static const char *const client_help[] = {
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ID", "    Return the ID of the current connection.",
+    "INFO", "    Return information about the current client connection.",
+    "LIST [TYPE NORMAL] [ID <id> ...]", "    Return information about client connections.",
+    "KILL <ip:port>|ID <id>|ADDR <ip:port>", "    Kill connections.",
+    "GETNAME", "    Return the name of the current connection.",
+    "SETNAME <name>", "    Assign the name <name> to the current connection.",
+    "SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
+    "HELP", "    Print this help.",
+    NULL,
+};
+
+static void client_kill(struct cmd_ctx *x)
+{
+    if (x->env->hooks.client_kill == NULL) {
+        reply_error(x->out, "ERR No such client");
+        return;
+    }
+    if (x->argc == 3) { /* old form: CLIENT KILL addr */
+        int n = x->env->hooks.client_kill(x->env->hooks.ud, 0, x->argv[2]);
+        if (n == 0)
+            reply_error(x->out, "ERR No such client");
+        else
+            reply_ok(x->out);
+        return;
+    }
+    uint64_t id = 0;
+    const char *addr = NULL;
+    for (int i = 2; i < x->argc; i += 2) {
+        if (i + 1 >= x->argc) {
+            reply_syntax_error(x->out);
+            return;
+        }
+        if (arg_is(x, i, "ID")) {
+            int64_t v;
+            if (util_parse_i64(x->argv[i + 1], x->lens[i + 1], &v) != 0 || v <= 0) {
+                reply_error(x->out, "ERR client-id should be greater than 0");
+                return;
+            }
+            id = (uint64_t)v;
+        } else if (arg_is(x, i, "ADDR")) {
+            addr = x->argv[i + 1];
+        } else if (arg_is(x, i, "SKIPME") || arg_is(x, i, "TYPE")) {
+            continue; /* every client is "normal"; SKIPME yes is what kill-by-id does anyway */
+        } else {
+            reply_syntax_error(x->out);
+            return;
+        }
+    }
+    reply_int(x->out, x->env->hooks.client_kill(x->env->hooks.ud, id, addr));
+}
+
+void cmd_client(struct cmd_ctx *x)
+{
+    struct session *s = x->s;
+    const struct server_hooks *h = &x->env->hooks;
+    if (arg_is(x, 1, "ID") && x->argc == 2) {
+        reply_int(x->out, (int64_t)s->id);
+    } else if (arg_is(x, 1, "GETNAME") && x->argc == 2) {
+        if (s->name == NULL)
+            reply_nil(x->out);
+        else
+            reply_bulk_cstr(x->out, s->name);
+    } else if (arg_is(x, 1, "SETNAME")) {
+        if (x->argc != 3) {
+            subcommand_arity(x, "client", "setname");
+        } else if (!valid_name(x->argv[2], x->lens[2])) {
+            reply_error(x->out, bad_name);
+        } else {
+            set_str(x->env, &s->name, x->argv[2], x->lens[2]);
+            reply_ok(x->out);
+        }
+    } else if (arg_is(x, 1, "SETINFO")) {
+        if (x->argc != 4) {
+            subcommand_arity(x, "client", "setinfo");
+        } else if (!valid_name(x->argv[3], x->lens[3])) {
+            reply_errorf(x->out, "ERR %.*s cannot contain spaces, newlines or special characters.",
+                         (int)x->lens[2], x->argv[2]);
+        } else if (arg_is(x, 2, "LIB-NAME")) {
+            set_str(x->env, &s->lib_name, x->argv[3], x->lens[3]);
+            reply_ok(x->out);
+        } else if (arg_is(x, 2, "LIB-VER")) {
+            set_str(x->env, &s->lib_ver, x->argv[3], x->lens[3]);
+            reply_ok(x->out);
+        } else {
+            reply_errorf(x->out, "ERR Unrecognized option '%.*s'", (int)x->lens[2], x->argv[2]);
+        }
+    } else if (arg_is(x, 1, "LIST") || (arg_is(x, 1, "INFO") && x->argc == 2)) {
+        struct rbuf tmp;
+        rbuf_init(&tmp);
+        if (h->client_list != NULL)
+            h->client_list(h->ud, &tmp, arg_is(x, 1, "INFO") ? s : NULL);
+        reply_bulk(x->out, tmp.p != NULL ? tmp.p : "", tmp.len);
+        rbuf_free(&tmp);
+    } else if (arg_is(x, 1, "KILL") && x->argc >= 3) {
+        client_kill(x);
+    } else if (arg_is(x, 1, "HELP")) {
+        reply_help(x->out, client_help);
+    } else {
+        unknown_subcommand(x, "CLIENT");
+    }
+}
+
+/* ---- CONFIG ---- */
+
+struct config_get_state {
+    struct rbuf items;
+    int64_t n;
+    const char *seen[64];
+    int nseen;
+};
+
+static void config_get_visit(void *ud, const char *name, const char *value)
+{
+    struct config_get_state *st = ud;
+    /* Several patterns may match the same directive: answer it once, as Redis 7 does. */
+    for (int i = 0; i < st->nseen; i++)
+        if (strcmp(st->seen[i], name) == 0)
+            return;
+    if (st->nseen < 64)
+        st->seen[st->nseen++] = name;
+    reply_bulk_cstr(&st->items, name);
+    reply_bulk_cstr(&st->items, value);
+    st->n += 2;
+}
+
+static void config_set(struct cmd_ctx *x)
+{
+    if (x->argc < 4 || (x->argc - 2) % 2 != 0) {
+        subcommand_arity(x, "config", "set");
+        return;
+    }
+    struct cmd_env *env = x->env;
+    char err[256];
+    /* Validate everything on a copy first, so a bad pair changes nothing (Redis 7 is atomic). */
+    pthread_mutex_lock(&env->conf_lock);
+    for (int i = 2; i < x->argc; i += 2) {
+        struct conf trial;
+        conf_init(&trial);
+        const char *argv1[1] = {x->argv[i + 1]};
+        int rc = conf_set(&trial, x->argv[i], 1, argv1, 1, err, sizeof(err));
+        conf_free(&trial);
+        if (rc != 0) {
+            pthread_mutex_unlock(&env->conf_lock);
+            reply_errorf(x->out, "ERR CONFIG SET failed (possibly related to argument '%.*s') - %s",
+                         (int)x->lens[i], x->argv[i], err);
+            return;
+        }
+    }
+    for (int i = 2; i < x->argc; i += 2) {
+        const char *argv1[1] = {x->argv[i + 1]};
+        conf_set(env->conf, x->argv[i], 1, argv1, 1, err, sizeof(err));
+    }
+    atomic_store(&env->auth_required,
+                 env->conf->requirepass != NULL && env->conf->requirepass[0] != '\0');
+    ks_set_maxmemory(env->ks, (uint64_t)env->conf->maxmemory);
+    pthread_mutex_unlock(&env->conf_lock);
+    if (env->hooks.config_changed != NULL)
+        env->hooks.config_changed(env->hooks.ud);
+    reply_ok(x->out);
+}
+
+static const char *const config_help[] = {
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+    "HELP", "    Print this help.",
+    NULL,
+};
+
+void cmd_config(struct cmd_ctx *x)
+{
+    if (arg_is(x, 1, "GET")) {
+        if (x->argc < 3) {
+            subcommand_arity(x, "config", "get");
+            return;
+        }
+        struct config_get_state st;
+        memset(&st, 0, sizeof(st));
+        rbuf_init(&st.items);
+        pthread_mutex_lock(&x->env->conf_lock);
+        for (int i = 2; i < x->argc; i++)
+            conf_get(x->env->conf, x->argv[i], config_get_visit, &st);
+        pthread_mutex_unlock(&x->env->conf_lock);
+        reply_array(x->out, st.n);
+        if (st.items.len > 0)
+            rbuf_append(x->out, st.items.p, st.items.len);
+        rbuf_free(&st.items);
+    } else if (arg_is(x, 1, "SET")) {
+        config_set(x);
+    } else if (arg_is(x, 1, "HELP")) {
+        reply_help(x->out, config_help);
+    } else {
+        unknown_subcommand(x, "CONFIG");
+    }
+}
+
+/* ---- persistence and shutdown: the server layer does the work ---- */
+
+void cmd_shutdown(struct cmd_ctx *x)
+{
+    int save = -1;
+    for (int i = 1; i < x->argc; i++) {
+        if (arg_is(x, i, "NOSAVE"))
+            save = 0;
+        else if (arg_is(x, i, "SAVE"))
+            save = 1;
+        else if (arg_is(x, i, "NOW") || arg_is(x, i, "FORCE"))
+            continue;
+        else {
+            reply_syntax_error(x->out);
+            return;
+        }
+    }
+    if (x->env->hooks.shutdown == NULL) {
+        reply_error(x->out, "ERR SHUTDOWN is not available in this context");
+        return;
+    }
+    char err[256];
+    if (x->env->hooks.shutdown(x->env->hooks.ud, save, err, sizeof(err)) != 0) {
+        reply_errorf(x->out, "ERR %s", err);
+        return;
+    }
+    /* Like Redis: no reply, the connection just closes as the server goes down. */
+    x->s->flags |= SESSION_CLOSE_AFTER_REPLY;
+}
+
+static void save_generic(struct cmd_ctx *x, int background)
+{
+    if (x->env->hooks.save == NULL) {
+        reply_error(x->out, "ERR snapshots are not available in this build");
+        return;
+    }
+    char err[256];
+    if (x->env->hooks.save(x->env->hooks.ud, background, err, sizeof(err)) != 0) {
+        reply_errorf(x->out, "ERR %s", err);
+        return;
+    }
+    if (background)
+        reply_simple(x->out, "Background saving started");
+    else
+        reply_ok(x->out);
+}
+
+void cmd_save(struct cmd_ctx *x)
+{
+    save_generic(x, 0);
+}
+
+void cmd_bgsave(struct cmd_ctx *x)
+{
+    if (x->argc > 2 || (x->argc == 2 && !arg_is(x, 1, "SCHEDULE"))) {
+        reply_syntax_error(x->out);
+        return;
+    }
+    save_generic(x, 1);
+}
+
+void cmd_lastsave(struct cmd_ctx *x)
+{
+    /* Until snapshots exist the last "save" is the start: what Redis reports before its first. */
+    reply_int(x->out, x->env->start_ns / 1000000000);
+}

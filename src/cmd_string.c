@@ -1,0 +1,139 @@
+/* cmd_string.c - the fixed-window recipe's commands: GET, SET, INCR, INCRBY, DECR, DECRBY. */
+#include "cmd_internal.h"
+
+#include <limits.h>
+#include <string.h>
+
+#include "rlimitd/util.h"
+
+#define NS_PER_MS 1000000LL
+
+void cmd_get(struct cmd_ctx *x)
+{
+    struct ks_value v;
+    switch (ks_get(x->env->ks, &x->keys[0], x->now, &v)) {
+    case KS_NONE:
+        reply_nil(x->out);
+        break;
+    case KS_GCRA: /* SPEC 4: redis-cell users read the TAT in ns as a decimal string */
+    case KS_INT:
+        reply_bulk_i64(x->out, v.i);
+        break;
+    case KS_RAW:
+        reply_bulk(x->out, v.p, v.len);
+        break;
+    case KS_SWLOG:
+        reply_ks_error(x->out, KS_WRONGTYPE);
+        break;
+    }
+}
+
+/* Converts a relative or absolute expiry argument to absolute ns. unit_ns is 1e9 (EX, EXAT) or
+ * 1e6 (PX, PXAT). Returns 0, or -1 if not positive or it overflows. */
+static int expire_arg(int64_t v, int64_t unit_ns, int absolute, int64_t now, int64_t *at)
+{
+    int64_t ns;
+    if (v <= 0 || __builtin_mul_overflow(v, unit_ns, &ns))
+        return -1;
+    if (absolute) {
+        *at = ns;
+        return 0;
+    }
+    return __builtin_add_overflow(now, ns, at) ? -1 : 0;
+}
+
+void cmd_set(struct cmd_ctx *x)
+{
+    int flags = 0;
+    int64_t at = 0;
+    int have_expire = 0;
+    for (int i = 3; i < x->argc; i++) {
+        int64_t unit = 0;
+        int absolute = 0;
+        if (arg_is(x, i, "NX") && !(flags & KS_SET_XX)) {
+            flags |= KS_SET_NX;
+        } else if (arg_is(x, i, "XX") && !(flags & KS_SET_NX)) {
+            flags |= KS_SET_XX;
+        } else if (arg_is(x, i, "KEEPTTL") && !have_expire) {
+            flags |= KS_SET_KEEPTTL;
+        } else if (arg_is(x, i, "EX") || arg_is(x, i, "PX") || arg_is(x, i, "EXAT") ||
+                   arg_is(x, i, "PXAT")) {
+            unit = (x->argv[i][0] | 0x20) == 'e' ? 1000000000LL : NS_PER_MS;
+            absolute = x->lens[i] == 4;
+            if (have_expire || (flags & KS_SET_KEEPTTL) || i + 1 >= x->argc) {
+                reply_syntax_error(x->out);
+                return;
+            }
+            int64_t v;
+            if (arg_i64(x, ++i, &v))
+                return;
+            if (expire_arg(v, unit, absolute, x->now, &at) != 0) {
+                reply_error(x->out, "ERR invalid expire time in 'set' command");
+                return;
+            }
+            have_expire = 1;
+        } else {
+            reply_syntax_error(x->out);
+            return;
+        }
+    }
+    /* An absolute time already past: Redis stores and expires at once; so do we, by
+     * deleting whatever was there when the write would have happened. */
+    if (have_expire && at <= x->now) {
+        if (!(flags & (KS_SET_NX | KS_SET_XX)) ||
+            ((flags & KS_SET_XX) && ks_get(x->env->ks, &x->keys[0], x->now, NULL) != KS_NONE) ||
+            ((flags & KS_SET_NX) && ks_get(x->env->ks, &x->keys[0], x->now, NULL) == KS_NONE)) {
+            ks_del(x->env->ks, &x->keys[0], x->now);
+            reply_ok(x->out);
+        } else {
+            reply_nil(x->out);
+        }
+        return;
+    }
+    int rc = ks_set(x->env->ks, &x->keys[0], x->now, x->argv[2], x->lens[2], at, flags);
+    if (rc < 0)
+        reply_ks_error(x->out, rc);
+    else if (rc == 0)
+        reply_nil(x->out);
+    else
+        reply_ok(x->out);
+}
+
+static void incr_by(struct cmd_ctx *x, int64_t delta)
+{
+    int64_t v;
+    int rc = ks_incrby(x->env->ks, &x->keys[0], x->now, delta, &v);
+    if (rc != KS_OK)
+        reply_ks_error(x->out, rc);
+    else
+        reply_int(x->out, v);
+}
+
+void cmd_incr(struct cmd_ctx *x)
+{
+    incr_by(x, 1);
+}
+
+void cmd_decr(struct cmd_ctx *x)
+{
+    incr_by(x, -1);
+}
+
+void cmd_incrby(struct cmd_ctx *x)
+{
+    int64_t d;
+    if (arg_i64(x, 2, &d) == 0)
+        incr_by(x, d);
+}
+
+void cmd_decrby(struct cmd_ctx *x)
+{
+    int64_t d;
+    if (arg_i64(x, 2, &d))
+        return;
+    if (d == INT64_MIN) {
+        reply_error(x->out, "ERR decrement would overflow");
+        return;
+    }
+    incr_by(x, -d);
+}

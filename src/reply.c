@@ -1,0 +1,138 @@
+/* reply.c - RESP2 reply encoding into a growable buffer (reply.h). */
+#include "rlimitd/reply.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlimitd/util.h"
+
+void rbuf_init(struct rbuf *b)
+{
+    b->p = NULL;
+    b->len = 0;
+    b->cap = 0;
+}
+
+void rbuf_free(struct rbuf *b)
+{
+    free(b->p);
+    rbuf_init(b);
+}
+
+char *rbuf_reserve(struct rbuf *b, size_t n)
+{
+    if (b->cap - b->len < n) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap - b->len < n)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (p == NULL) {
+            fprintf(stderr, "rlimitd: out of memory growing a reply buffer to %zu\n", cap);
+            abort();
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    return b->p + b->len;
+}
+
+void rbuf_append(struct rbuf *b, const void *p, size_t n)
+{
+    memcpy(rbuf_reserve(b, n), p, n);
+    b->len += n;
+}
+
+/* "<prefix><integer>\r\n", the shape of :n, *n and $n headers. */
+static void prefixed_int(struct rbuf *b, char prefix, int64_t v)
+{
+    char *p = rbuf_reserve(b, 24);
+    p[0] = prefix;
+    size_t n = util_fmt_i64(p + 1, v);
+    p[n + 1] = '\r';
+    p[n + 2] = '\n';
+    b->len += n + 3;
+}
+
+void reply_ok(struct rbuf *b)
+{
+    rbuf_append(b, "+OK\r\n", 5);
+}
+
+void reply_simple(struct rbuf *b, const char *s)
+{
+    rbuf_append(b, "+", 1);
+    rbuf_append(b, s, strlen(s));
+    rbuf_append(b, "\r\n", 2);
+}
+
+void reply_error(struct rbuf *b, const char *msg)
+{
+    size_t n = strlen(msg);
+    char *p = rbuf_reserve(b, n + 3);
+    p[0] = '-';
+    /* A CR or LF inside an error would end the line early and desync the client. */
+    for (size_t i = 0; i < n; i++)
+        p[i + 1] = (msg[i] == '\r' || msg[i] == '\n') ? ' ' : msg[i];
+    p[n + 1] = '\r';
+    p[n + 2] = '\n';
+    b->len += n + 3;
+}
+
+void reply_errorf(struct rbuf *b, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    reply_error(b, msg);
+}
+
+void reply_int(struct rbuf *b, int64_t v)
+{
+    /* The two answers of EXISTS, DEL, ISALLOWED, EXPIRE...: no formatting needed. */
+    if (v == 0 || v == 1) {
+        rbuf_append(b, v ? ":1\r\n" : ":0\r\n", 4);
+        return;
+    }
+    prefixed_int(b, ':', v);
+}
+
+void reply_bulk(struct rbuf *b, const char *p, size_t n)
+{
+    prefixed_int(b, '$', (int64_t)n);
+    char *d = rbuf_reserve(b, n + 2);
+    memcpy(d, p, n);
+    d[n] = '\r';
+    d[n + 1] = '\n';
+    b->len += n + 2;
+}
+
+void reply_bulk_cstr(struct rbuf *b, const char *s)
+{
+    reply_bulk(b, s, strlen(s));
+}
+
+void reply_bulk_i64(struct rbuf *b, int64_t v)
+{
+    char tmp[24];
+    size_t n = util_fmt_i64(tmp, v);
+    reply_bulk(b, tmp, n);
+}
+
+void reply_nil(struct rbuf *b)
+{
+    rbuf_append(b, "$-1\r\n", 5);
+}
+
+void reply_array(struct rbuf *b, int64_t n)
+{
+    prefixed_int(b, '*', n);
+}
+
+void reply_null_array(struct rbuf *b)
+{
+    rbuf_append(b, "*-1\r\n", 5);
+}

@@ -1,0 +1,450 @@
+/* server.c - the I/O threads: one libuv loop each, SO_REUSEPORT listeners, the 100 ms cron
+ * (active expiry, idle timeouts), signals, shutdown, and the hooks the command layer calls
+ * upward through (DESIGN.md "Threads"). */
+#include "rlimitd/server.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rlimitd/clock.h"
+#include "rlimitd/keyspace.h"
+#include "rlimitd/log.h"
+#include "rlimitd/notify.h"
+#include "server_internal.h"
+
+#define CRON_MS 100
+#define EXPIRE_BUCKETS_PER_SHARD 64
+#define BACKLOG 511
+
+/* ---- listening sockets ---- */
+
+/* Opens one listening socket on addr:port with SO_REUSEPORT, so every thread can have its own
+ * and the kernel spreads connections. Returns the fd, or -errno. */
+static int open_listener(const char *addr, int port)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    socklen_t len;
+    int family;
+    if (strchr(addr, ':') != NULL) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        if (uv_ip6_addr(addr, port, a) != 0)
+            return -EINVAL;
+        family = AF_INET6;
+        len = sizeof(*a);
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        if (uv_ip4_addr(strcmp(addr, "*") == 0 ? "0.0.0.0" : addr, port, a) != 0)
+            return -EINVAL;
+        family = AF_INET;
+        len = sizeof(*a);
+    }
+    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    if (family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, BACKLOG) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+/* Binds every address for every thread before any loop runs, so a taken port fails the start.
+ * Returns 0 or -1 (logged). */
+static int bind_all(struct server *srv)
+{
+    struct conf *c = srv->conf;
+    srv->ntcp = 0;
+    if (c->port == 0)
+        return 0;
+    for (int b = 0; b < c->nbind; b++) {
+        const char *addr = c->bind[b];
+        int optional = addr[0] == '-';
+        if (optional)
+            addr++;
+        int ok = 1;
+        for (int t = 0; t < srv->nthreads; t++) {
+            int fd = open_listener(addr, (int)c->port);
+            if (fd < 0) {
+                for (int u = 0; u < t; u++)
+                    close(srv->tcp_fds[u][srv->ntcp]);
+                if (optional && (fd == -EADDRNOTAVAIL || fd == -EAFNOSUPPORT)) {
+                    log_notice("Skipping optional bind address %s: %s", addr, strerror(-fd));
+                    ok = 0;
+                    break;
+                }
+                log_warning("Could not create server TCP listening socket %s:%lld: %s", addr,
+                            (long long)c->port, strerror(-fd));
+                return -1;
+            }
+            srv->tcp_fds[t][srv->ntcp] = fd;
+        }
+        if (ok) {
+            log_notice("Listening on %s:%lld", addr, (long long)c->port);
+            srv->ntcp++;
+        }
+    }
+    if (srv->ntcp == 0 && (c->unixsocket == NULL || c->unixsocket[0] == '\0')) {
+        log_warning("No address could be bound");
+        return -1;
+    }
+    return 0;
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+    struct io_thread *t = listener->data;
+    if (status < 0) {
+        log_warning("Accepting a connection failed: %s", uv_strerror(status));
+        return;
+    }
+    client_accept(t, listener, listener->type == UV_NAMED_PIPE);
+}
+
+/* ---- cron ---- */
+
+static void cron(uv_timer_t *timer)
+{
+    struct io_thread *t = timer->data;
+    struct server *srv = t->srv;
+    int64_t now = clock_now_ns();
+
+    /* Active expiry over this thread's shards (shard i belongs to thread i mod N). */
+    unsigned nshards = ks_nshards(srv->ks);
+    for (unsigned s = (unsigned)t->index; s < nshards; s += (unsigned)srv->nthreads) {
+        ks_lock(srv->ks, s);
+        size_t freed = ks_expire_cycle(srv->ks, s, now, EXPIRE_BUCKETS_PER_SHARD);
+        ks_unlock(srv->ks, s);
+        if (freed > 0)
+            stats_add(&t->stats.expired_keys, freed);
+    }
+
+    /* Idle clients (SPEC 7: `timeout`). */
+    int64_t timeout = __atomic_load_n(&srv->conf->timeout, __ATOMIC_RELAXED);
+    uint64_t mono_ms = uv_now(&t->loop);
+    for (struct client *c = t->clients, *next; c != NULL; c = next) {
+        next = c->tnext;
+        if (atomic_load_explicit(&c->kill, memory_order_relaxed)) {
+            client_close(c);
+            continue;
+        }
+        if (timeout > 0 && c->state == CLIENT_ACTIVE && !(c->session.flags & SESSION_IN_MULTI)) {
+            int64_t last = c->session.last_mono_ns / 1000000;
+            if ((int64_t)mono_ms - last > timeout * 1000) {
+                log_verbose("Closing idle client id=%llu", (unsigned long long)c->session.id);
+                client_close(c);
+            }
+        }
+    }
+    if (t->index == 0)
+        info_sample_ops(&srv->env);
+}
+
+/* ---- cross-thread wake-ups ---- */
+
+static uv_signal_t sig_term, sig_int, sig_hup;
+
+/* Clients that do not take their last replies within this time are closed anyway. */
+#define SHUTDOWN_GRACE_MS 2000
+
+static void force_close(uv_timer_t *timer)
+{
+    struct io_thread *t = timer->data;
+    for (struct client *c = t->clients, *next; c != NULL; c = next) {
+        next = c->tnext;
+        client_close(c);
+    }
+    if (!uv_is_closing((uv_handle_t *)&t->cron))
+        uv_close((uv_handle_t *)&t->cron, NULL);
+}
+
+static void on_wakeup(uv_async_t *a)
+{
+    struct io_thread *t = a->data;
+    struct server *srv = t->srv;
+    unsigned gen = atomic_load(&srv->config_gen);
+    if (gen != t->config_gen)
+        t->config_gen = gen; /* clients pick it up on their next read */
+    for (struct client *c = t->clients, *next; c != NULL; c = next) {
+        next = c->tnext;
+        if (atomic_load_explicit(&c->kill, memory_order_relaxed))
+            client_close(c);
+    }
+    if (!atomic_load(&srv->stopping) || t->stopped)
+        return;
+    t->stopped = 1;
+    /* Shutdown: stop accepting, let clients flush what they were answered, then close. */
+    for (int i = 0; i < t->nlisteners; i++)
+        if (!uv_is_closing((uv_handle_t *)&t->listeners[i]))
+            uv_close((uv_handle_t *)&t->listeners[i], NULL);
+    if (t->has_unix && !uv_is_closing((uv_handle_t *)&t->unix_listener))
+        uv_close((uv_handle_t *)&t->unix_listener, NULL);
+    for (struct client *c = t->clients, *next; c != NULL; c = next) {
+        next = c->tnext;
+        client_close_after_flush(c);
+    }
+    uv_close((uv_handle_t *)&t->wakeup, NULL);
+    if (t->index == 0) {
+        if (!uv_is_closing((uv_handle_t *)&sig_term))
+            uv_close((uv_handle_t *)&sig_term, NULL);
+        if (!uv_is_closing((uv_handle_t *)&sig_int))
+            uv_close((uv_handle_t *)&sig_int, NULL);
+        if (!uv_is_closing((uv_handle_t *)&sig_hup))
+            uv_close((uv_handle_t *)&sig_hup, NULL);
+    }
+    /* The cron timer becomes the grace deadline; the loop ends when every handle is closed. */
+    uv_timer_stop(&t->cron);
+    if (t->clients == NULL)
+        uv_close((uv_handle_t *)&t->cron, NULL);
+    else
+        uv_timer_start(&t->cron, force_close, SHUTDOWN_GRACE_MS, 0);
+}
+
+static void wake_all(struct server *srv)
+{
+    for (int i = 0; i < srv->nthreads; i++)
+        uv_async_send(&srv->threads[i].wakeup);
+}
+
+static void request_stop(struct server *srv)
+{
+    if (atomic_exchange(&srv->stopping, 1) == 0) {
+        notify_send("STOPPING=1\nSTATUS=Shutting down");
+        wake_all(srv);
+    }
+}
+
+/* ---- hooks for the command layer ---- */
+
+static void hook_client_list(void *ud, struct rbuf *out, const struct session *only)
+{
+    struct server *srv = ud;
+    uint64_t mono_ms = (uint64_t)(clock_mono_ns() / 1000000);
+    pthread_mutex_lock(&srv->registry_lock);
+    pthread_mutex_lock(&srv->env.names_lock);
+    for (struct client *c = srv->registry; c != NULL; c = c->gnext) {
+        if (only != NULL && &c->session != only)
+            continue;
+        client_format(c, out, mono_ms);
+    }
+    pthread_mutex_unlock(&srv->env.names_lock);
+    pthread_mutex_unlock(&srv->registry_lock);
+    /* CLIENT INFO answers one line without the trailing newline handling of LIST: same. */
+}
+
+static int hook_client_kill(void *ud, uint64_t id, const char *addr)
+{
+    struct server *srv = ud;
+    int n = 0;
+    pthread_mutex_lock(&srv->registry_lock);
+    for (struct client *c = srv->registry; c != NULL; c = c->gnext) {
+        if ((id != 0 && c->session.id != id) || (addr != NULL && strcmp(c->addr, addr) != 0))
+            continue;
+        if (id == 0 && addr == NULL)
+            continue;
+        atomic_store(&c->kill, 1);
+        n++;
+    }
+    pthread_mutex_unlock(&srv->registry_lock);
+    if (n > 0)
+        wake_all(srv);
+    return n;
+}
+
+static uint64_t hook_connected_clients(void *ud)
+{
+    struct server *srv = ud;
+    int64_t n = atomic_load(&srv->nclients);
+    return n < 0 ? 0 : (uint64_t)n;
+}
+
+static int hook_shutdown(void *ud, int save, char *err, size_t errlen)
+{
+    (void)save; /* snapshots: issue 3 */
+    (void)err;
+    (void)errlen;
+    struct server *srv = ud;
+    log_warning("User requested shutdown...");
+    request_stop(srv);
+    return 0;
+}
+
+static void hook_config_changed(void *ud)
+{
+    struct server *srv = ud;
+    pthread_mutex_lock(&srv->env.conf_lock);
+    log_set_level((enum log_level)srv->conf->loglevel);
+    pthread_mutex_unlock(&srv->env.conf_lock);
+    atomic_fetch_add(&srv->config_gen, 1);
+    wake_all(srv);
+}
+
+/* ---- signals ---- */
+
+/* SIGHUP: reopen the log file, so logrotate can move it away. */
+static void on_sighup(uv_signal_t *h, int signum)
+{
+    (void)signum;
+    struct server *srv = h->data;
+    char state[96];
+    snprintf(state, sizeof(state), "RELOADING=1\nMONOTONIC_USEC=%lld",
+             (long long)(clock_mono_ns() / 1000));
+    notify_send(state);
+    pthread_mutex_lock(&srv->env.conf_lock);
+    const char *path = srv->conf->logfile;
+    if (path != NULL && path[0] != '\0' && log_open(path) != 0)
+        log_warning("Could not reopen the log file %s", path);
+    pthread_mutex_unlock(&srv->env.conf_lock);
+    log_notice("Received SIGHUP, log file reopened");
+    notify_send("READY=1\nSTATUS=Ready to accept connections");
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    struct server *srv = h->data;
+    log_warning("Received %s, scheduling shutdown...", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    request_stop(srv);
+}
+
+/* ---- threads ---- */
+
+static int thread_setup(struct server *srv, struct io_thread *t)
+{
+    t->srv = srv;
+    if (uv_loop_init(&t->loop) != 0)
+        return -1;
+    t->loop.data = t;
+    uv_async_init(&t->loop, &t->wakeup, on_wakeup);
+    t->wakeup.data = t;
+    uv_timer_init(&t->loop, &t->cron);
+    t->cron.data = t;
+    for (int i = 0; i < srv->ntcp; i++) {
+        uv_tcp_t *l = &t->listeners[i];
+        uv_tcp_init(&t->loop, l);
+        l->data = t;
+        int rc = uv_tcp_open(l, srv->tcp_fds[t->index][i]);
+        if (rc == 0)
+            rc = uv_listen((uv_stream_t *)l, BACKLOG, on_connection);
+        if (rc != 0) {
+            log_warning("Listening failed: %s", uv_strerror(rc));
+            return -1;
+        }
+        t->nlisteners++;
+    }
+    const char *path = srv->conf->unixsocket;
+    if (t->index == 0 && path != NULL && path[0] != '\0') {
+        uv_pipe_init(&t->loop, &t->unix_listener, 0);
+        t->unix_listener.data = t;
+        unlink(path); /* a stale socket from a crash would make bind fail */
+        int rc = uv_pipe_bind(&t->unix_listener, path);
+        if (rc == 0 && srv->conf->unixsocketperm != 0)
+            chmod(path, (mode_t)srv->conf->unixsocketperm);
+        if (rc == 0)
+            rc = uv_listen((uv_stream_t *)&t->unix_listener, BACKLOG, on_connection);
+        if (rc != 0) {
+            log_warning("Opening Unix socket %s failed: %s", path, uv_strerror(rc));
+            return -1;
+        }
+        t->has_unix = 1;
+        log_notice("Listening on unix socket %s", path);
+    }
+    uv_timer_start(&t->cron, cron, CRON_MS, CRON_MS);
+    return 0;
+}
+
+static void *thread_main(void *arg)
+{
+    struct io_thread *t = arg;
+    uv_run(&t->loop, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+int server_run(struct conf *conf, struct keyspace *ks)
+{
+    struct server *srv = calloc(1, sizeof(*srv));
+    if (srv == NULL)
+        return 1;
+    srv->conf = conf;
+    srv->ks = ks;
+    srv->nthreads = (int)conf->threads;
+    if (srv->nthreads < 1 || srv->nthreads > 16)
+        srv->nthreads = 1;
+    pthread_mutex_init(&srv->registry_lock, NULL);
+    cmd_env_init(&srv->env, ks, conf);
+    ks_set_maxmemory(ks, (uint64_t)conf->maxmemory);
+    srv->env.tcp_port = conf->port;
+    srv->env.hooks = (struct server_hooks){
+        .ud = srv,
+        .client_list = hook_client_list,
+        .client_kill = hook_client_kill,
+        .connected_clients = hook_connected_clients,
+        .shutdown = hook_shutdown,
+        .config_changed = hook_config_changed,
+    };
+    srv->threads = calloc((size_t)srv->nthreads, sizeof(struct io_thread));
+    srv->env.stats = calloc((size_t)srv->nthreads, sizeof(struct stats *));
+    if (srv->threads == NULL || srv->env.stats == NULL)
+        abort();
+    srv->env.nstats = srv->nthreads;
+
+    int rc = 1;
+    signal(SIGPIPE, SIG_IGN);
+    if (bind_all(srv) != 0)
+        goto out;
+    for (int i = 0; i < srv->nthreads; i++) {
+        srv->threads[i].index = i;
+        srv->env.stats[i] = &srv->threads[i].stats;
+        if (thread_setup(srv, &srv->threads[i]) != 0)
+            goto out;
+    }
+    uv_signal_init(&srv->threads[0].loop, &sig_term);
+    uv_signal_init(&srv->threads[0].loop, &sig_int);
+    sig_term.data = sig_int.data = srv;
+    uv_signal_start(&sig_term, on_signal, SIGTERM);
+    uv_signal_start(&sig_int, on_signal, SIGINT);
+    uv_signal_init(&srv->threads[0].loop, &sig_hup);
+    sig_hup.data = srv;
+    uv_signal_start(&sig_hup, on_sighup, SIGHUP);
+    log_notice("Ready to accept connections (%d I/O threads)", srv->nthreads);
+    /* READY only once every socket listens (and, with snapshots, after loading). */
+    if (notify_init((int)conf->supervised))
+        notify_send("READY=1\nSTATUS=Ready to accept connections");
+
+    for (int i = 1; i < srv->nthreads; i++)
+        pthread_create(&srv->threads[i].tid, NULL, thread_main, &srv->threads[i]);
+    thread_main(&srv->threads[0]);
+    for (int i = 1; i < srv->nthreads; i++)
+        pthread_join(srv->threads[i].tid, NULL);
+    rc = 0;
+    log_notice("rlimitd is now ready to exit, bye bye...");
+
+out:
+    for (int i = 0; i < srv->nthreads; i++) {
+        struct io_thread *t = &srv->threads[i];
+        if (t->srv != NULL) {
+            uv_run(&t->loop, UV_RUN_NOWAIT);
+            uv_loop_close(&t->loop);
+        }
+    }
+    if (conf->unixsocket != NULL && conf->unixsocket[0] != '\0' && rc == 0)
+        unlink(conf->unixsocket);
+    cmd_env_deinit(&srv->env);
+    pthread_mutex_destroy(&srv->registry_lock);
+    free(srv->env.stats);
+    free(srv->threads);
+    free(srv);
+    return rc;
+}

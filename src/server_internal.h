@@ -1,0 +1,98 @@
+/* server_internal.h - what server.c (loops, listeners, timers, shutdown) and client.c (one
+ * connection) share. Not a public contract: only the daemon's network layer includes it. */
+#ifndef RLIMITD_SERVER_INTERNAL_H
+#define RLIMITD_SERVER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "rlimitd/cmd.h"
+#include "rlimitd/conf.h"
+#include "rlimitd/reply.h"
+#include "rlimitd/resp.h"
+#include "rlimitd/stats.h"
+
+struct server;
+
+/* One I/O thread: its own loop, listeners and clients (DESIGN.md "Threads"). */
+struct io_thread {
+    int index;
+    struct server *srv;
+    pthread_t tid;
+    uv_loop_t loop;
+    uv_async_t wakeup; /* shutdown and CLIENT KILL requests from other threads */
+    uv_timer_t cron;   /* active expiry, idle timeouts */
+    uv_tcp_t listeners[CONF_MAX_BIND];
+    int nlisteners;
+    uv_pipe_t unix_listener;
+    int has_unix;
+    struct client *clients; /* this thread's connections (thread-local list) */
+    unsigned expire_shard;  /* next of this thread's shards to sweep */
+    unsigned config_gen;    /* last configuration generation applied */
+    int stopped;            /* shutdown handled: listeners and timers are closing */
+    struct stats stats;
+};
+
+/* Connection states, as memcached names them: what the connection is waiting for. */
+enum client_state {
+    CLIENT_ACTIVE = 0, /* reading and answering */
+    CLIENT_PAUSED,     /* not reading: pending output over client-output-buffer-limit */
+    CLIENT_DRAINING,   /* not reading: flushing the last replies, then close */
+    CLIENT_CLOSING,    /* uv_close called; freed in the close callback */
+};
+
+struct client {
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } h;
+    struct io_thread *thread;
+    enum client_state state;
+    struct session session;
+    struct resp *resp;
+    struct rbuf out;      /* replies not yet handed to the kernel */
+    struct rbuf inflight; /* bytes owned by the current uv_write */
+    uv_write_t wreq;
+    int writing;
+    int reading;          /* uv_read_start is in effect */
+    _Atomic int kill;     /* set by CLIENT KILL from any thread */
+    unsigned config_gen;
+    char addr[128];       /* peer "ip:port", or "path:0" for the unix socket */
+    char laddr[110];      /* local "ip:port" or the socket path */
+    int fd;
+    struct client *tprev, *tnext; /* thread list */
+    struct client *gprev, *gnext; /* server registry (under registry_lock) */
+};
+
+struct server {
+    struct conf *conf;
+    struct keyspace *ks;
+    struct cmd_env env;
+    int nthreads;
+    struct io_thread *threads;
+    _Atomic uint64_t next_client_id;
+    _Atomic int64_t nclients;
+    _Atomic unsigned config_gen;
+    pthread_mutex_t registry_lock; /* guards the gprev/gnext list and session names */
+    struct client *registry;
+    _Atomic int stopping;
+    int tcp_fds[16][CONF_MAX_BIND]; /* per thread, per address: SO_REUSEPORT sockets */
+    int ntcp;                       /* addresses bound */
+};
+
+/* client.c */
+void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix);
+/* Closes the client once its pending replies are written. */
+void client_close_after_flush(struct client *c);
+/* Closes the client now (pending output dropped). */
+void client_close(struct client *c);
+/* Applies a new configuration generation (limits) to the client. */
+void client_refresh_config(struct client *c);
+/* CLIENT LIST line of c appended to out (caller holds registry_lock). */
+void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_ms);
+
+#endif

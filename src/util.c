@@ -1,0 +1,276 @@
+/* util.c - strict number parsing and formatting, glob matching, small string helpers.
+ *
+ * Integers are parsed as strictly as Redis parses them (SPEC 2: "every number a base-10
+ * integer"), so "+1", " 1" and "01" are errors here exactly when they are in Redis. */
+#include "rlimitd/util.h"
+
+#include <string.h>
+
+static int lower(int c)
+{
+    return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+}
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+int util_parse_i64(const char *s, size_t len, int64_t *out)
+{
+    size_t i = 0;
+    int neg = 0;
+    uint64_t v = 0, max;
+
+    if (len == 0)
+        return -1;
+    if (len == 1 && s[0] == '0') {
+        *out = 0;
+        return 0;
+    }
+    if (s[0] == '-') {
+        neg = 1;
+        i = 1;
+    }
+    /* A leading zero is only allowed in "0" itself, so "-0" and "007" are rejected, as Redis
+     * rejects them. This also rejects an empty digit string after '-'. */
+    if (i == len || s[i] < '1' || s[i] > '9')
+        return -1;
+    /* Accumulate in unsigned so that INT64_MIN, whose magnitude is INT64_MAX + 1, fits. */
+    max = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; i < len; i++) {
+        unsigned d;
+
+        if (!is_digit(s[i]))
+            return -1;
+        d = (unsigned)(s[i] - '0');
+        if (v > (max - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    /* Negating in unsigned arithmetic and converting back is well defined in GCC and gives
+     * INT64_MIN for a magnitude of 2^63. */
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 0;
+}
+
+size_t util_fmt_i64(char *buf, int64_t v)
+{
+    char tmp[20];
+    size_t n = 0, len = 0;
+    /* The magnitude of INT64_MIN does not fit in int64: take it in unsigned arithmetic. */
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        buf[len++] = '-';
+    while (n > 0)
+        buf[len++] = tmp[--n];
+    return len;
+}
+
+int util_eq_nocase(const char *s, size_t len, const char *lit)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        if (lit[i] == '\0' || lower((unsigned char)s[i]) != lower((unsigned char)lit[i]))
+            return 0;
+    }
+    return lit[len] == '\0';
+}
+
+/* ---- glob matching ---- */
+
+/* Matches one non-star pattern element at pat[*pi] (a literal, '?', an escape or a [class])
+ * against the character c, and moves *pi past the element. Follows Redis's stringmatchlen:
+ * an unterminated class runs to the end of the pattern, "x-y" with the ends swapped is a range
+ * all the same, an escape inside a class is compared case-sensitively, and a trailing backslash
+ * is a literal backslash. Bytes compare as unsigned (Redis uses plain char, so a range with
+ * bytes >= 0x80 in it depends on the platform's char signedness there). */
+static int match_one(const char *pat, size_t plen, size_t *pi, unsigned char c, int nocase)
+{
+    size_t p = *pi;
+    int cc = nocase ? lower(c) : c;
+
+    if (pat[p] == '?') {
+        *pi = p + 1;
+        return 1;
+    }
+    if (pat[p] == '[') {
+        int negate = 0, hit = 0;
+
+        p++;
+        if (p < plen && pat[p] == '^') {
+            negate = 1;
+            p++;
+        }
+        while (p < plen && pat[p] != ']') {
+            if (pat[p] == '\\' && plen - p >= 2) {
+                p++;
+                if ((unsigned char)pat[p] == c)
+                    hit = 1;
+                p++;
+            } else if (plen - p >= 3 && pat[p + 1] == '-') {
+                int lo = (unsigned char)pat[p], hi = (unsigned char)pat[p + 2];
+
+                /* Swap first, fold case after, as Redis does: "[Z-a]" is empty with nocase. */
+                if (lo > hi) {
+                    int t = lo;
+
+                    lo = hi;
+                    hi = t;
+                }
+                if (nocase) {
+                    lo = lower(lo);
+                    hi = lower(hi);
+                }
+                if (cc >= lo && cc <= hi)
+                    hit = 1;
+                p += 3;
+            } else {
+                int pc = (unsigned char)pat[p];
+
+                if ((nocase ? lower(pc) : pc) == cc)
+                    hit = 1;
+                p++;
+            }
+        }
+        if (p < plen)
+            p++; /* the closing ']' */
+        *pi = p;
+        return negate ? !hit : hit;
+    }
+    if (pat[p] == '\\' && plen - p >= 2)
+        p++;
+    *pi = p + 1;
+    if (nocase)
+        return lower((unsigned char)pat[p]) == cc;
+    return (unsigned char)pat[p] == c;
+}
+
+/* Iterative matching with backtracking to the most recent star only. Every other element
+ * consumes exactly one character, so when a later star is reached, any way the earlier stars
+ * could have matched is as good as the one found; retrying only the last star is therefore
+ * complete, and costs O(plen * slen) at worst instead of the exponential time a naive
+ * recursive matcher spends on patterns like "*a*a*a*a*b". No recursion, no stack growth. */
+int util_glob_match(const char *pat, size_t plen, const char *s, size_t slen, int nocase)
+{
+    size_t p = 0, i = 0;
+    size_t star_p = 0, star_i = 0;
+    int have_star = 0;
+
+    while (i < slen) {
+        if (p < plen && pat[p] == '*') {
+            while (p < plen && pat[p] == '*')
+                p++;
+            if (p == plen)
+                return 1;
+            have_star = 1;
+            star_p = p;
+            star_i = i;
+            continue;
+        }
+        if (p < plen) {
+            size_t next = p;
+
+            if (match_one(pat, plen, &next, (unsigned char)s[i], nocase)) {
+                p = next;
+                i++;
+                continue;
+            }
+        }
+        if (!have_star)
+            return 0;
+        /* Let the last star swallow one more character and retry what follows it. */
+        star_i++;
+        i = star_i;
+        p = star_p;
+    }
+    while (p < plen && pat[p] == '*')
+        p++;
+    return p == plen;
+}
+
+/* ---- units ---- */
+
+/* Parses the leading decimal digits of s (at least one) into a non-negative int64. Leading
+ * zeros are fine in a configuration file. Returns the number of digits, or 0 on error. */
+static size_t parse_digits(const char *s, int64_t *out)
+{
+    size_t n = 0;
+    int64_t v = 0;
+
+    while (is_digit(s[n])) {
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s[n] - '0', &v))
+            return 0;
+        n++;
+    }
+    *out = v;
+    return n;
+}
+
+int util_parse_memory(const char *s, int64_t *out)
+{
+    static const struct {
+        const char *name;
+        int64_t mul;
+    } units[] = {
+        {"", 1},
+        {"b", 1},
+        {"k", 1000},
+        {"kb", 1024},
+        {"m", 1000 * 1000},
+        {"mb", 1024 * 1024},
+        {"g", 1000LL * 1000 * 1000},
+        {"gb", 1024LL * 1024 * 1024},
+    };
+    int64_t v;
+    size_t n = parse_digits(s, &v), i;
+    const char *u = s + n;
+
+    if (n == 0)
+        return -1;
+    for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (util_eq_nocase(u, strlen(u), units[i].name)) {
+            if (__builtin_mul_overflow(v, units[i].mul, out))
+                return -1;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int util_parse_duration_ms(const char *s, int64_t default_unit_ms, int64_t *out_ms)
+{
+    static const struct {
+        const char *name;
+        int64_t ms;
+    } units[] = {
+        {"ms", 1},
+        {"s", 1000},
+        {"m", 60 * 1000},
+        {"h", 60 * 60 * 1000},
+    };
+    int64_t v, mul = default_unit_ms;
+    size_t n = parse_digits(s, &v), i;
+    const char *u = s + n;
+
+    if (n == 0)
+        return -1;
+    if (*u != '\0') {
+        mul = 0;
+        for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+            if (util_eq_nocase(u, strlen(u), units[i].name))
+                mul = units[i].ms;
+        }
+        if (mul == 0)
+            return -1;
+    }
+    if (__builtin_mul_overflow(v, mul, out_ms))
+        return -1;
+    return 0;
+}

@@ -1,0 +1,176 @@
+/* fuzz_resp.c - libFuzzer target for request parsing (resp.h; STYLE.md "Fuzz").
+ *
+ * Each input is parsed twice by fresh parsers: once handed over in reads as large as the parser
+ * offers, once cut at pseudo-random points derived from the input itself (so a crash replays
+ * exactly). Besides the sanitizers, the target aborts when:
+ *   - the two runs disagree (commands, final status or error text): how the kernel cuts a
+ *     stream must not change what it means;
+ *   - the frame scanner and hiredis disagree ("request reader out of sync");
+ *   - a command breaks the resp_cmd contract (argc < 1, argument not NUL terminated);
+ *   - more than the query buffer limit is ever buffered or offered;
+ *   - an error is not sticky, or a full buffer is not reported by resp_next.
+ * Limits come from one of three profiles picked by the input's hash, so the small ones reach the
+ * limit errors with short inputs.
+ *
+ * Every command goes through handle_command: dispatching it through cmd_execute on a scratch
+ * keyspace with a fake clock belongs there (set up once per run in run_init/run_fini). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlimitd/resp.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const struct resp_limits profiles[] = {
+    {.query_buf = 1024 * 1024, .max_bulk = 512 * 1024, .max_args = 1024}, /* SPEC 7 defaults */
+    {.query_buf = 512, .max_bulk = 128, .max_args = 8},
+    {.query_buf = 64, .max_bulk = 16, .max_args = 3},
+};
+
+/* What one parse of the input produced, reduced to something comparable. */
+struct fuzz_run {
+    const struct resp_limits *lim;
+    uint64_t digest; /* FNV-1a over every command's arguments */
+    size_t ncmd;
+    enum resp_status last;
+    char err[256];
+};
+
+static void digest(struct fuzz_run *run, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++) {
+        run->digest ^= b[i];
+        run->digest *= 0x100000001b3ULL;
+    }
+}
+
+static void run_init(struct fuzz_run *run, const struct resp_limits *lim)
+{
+    memset(run, 0, sizeof(*run));
+    run->lim = lim;
+    run->digest = 0xcbf29ce484222325ULL;
+    run->last = RESP_NEED_MORE;
+}
+
+static void run_fini(struct fuzz_run *run)
+{
+    (void)run;
+}
+
+static void handle_command(struct fuzz_run *run, int argc, char **argv, const size_t *lens)
+{
+    if (argc < 1)
+        abort();
+    digest(run, &argc, sizeof(argc));
+    for (int i = 0; i < argc; i++) {
+        if (argv[i][lens[i]] != '\0')
+            abort();
+        digest(run, &lens[i], sizeof(lens[i]));
+        digest(run, argv[i], lens[i]);
+    }
+    run->ncmd++;
+}
+
+/* Pulls every buffered command, as the client's read callback does. */
+static void pull(struct resp *r, struct fuzz_run *run)
+{
+    struct resp_cmd c;
+    enum resp_status st;
+
+    while ((st = resp_next(r, &c)) == RESP_COMMAND)
+        handle_command(run, c.argc, c.argv, c.lens);
+    run->last = st;
+    if (st == RESP_ERROR) {
+        snprintf(run->err, sizeof(run->err), "%s", resp_error(r));
+        if (strncmp(run->err, "request reader out of sync", 26) == 0) {
+            fprintf(stderr, "fuzz_resp: %s\n", run->err);
+            abort();
+        }
+        if (resp_next(r, &c) != RESP_ERROR)
+            abort();
+    }
+    if (resp_buffered(r) > run->lim->query_buf)
+        abort();
+}
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* max_chunk 0: every read takes all the space offered. */
+static void parse_input(const uint8_t *data, size_t size, struct fuzz_run *run, uint64_t seed,
+                        size_t max_chunk)
+{
+    struct resp *r = resp_create(run->lim);
+    size_t at = 0;
+
+    if (r == NULL)
+        abort();
+    while (at < size && run->last != RESP_ERROR) {
+        char *buf;
+        size_t len;
+
+        resp_input_space(r, &buf, &len);
+        if (resp_buffered(r) + len > run->lim->query_buf)
+            abort();
+        if (len == 0) {
+            /* resp.h: a full buffer is a protocol error, and resp_next says so too. */
+            pull(r, run);
+            if (run->last != RESP_ERROR)
+                abort();
+            break;
+        }
+        if (max_chunk > 0) {
+            size_t want = 1 + (size_t)(splitmix64(&seed) % max_chunk);
+            if (len > want)
+                len = want;
+        }
+        if (len > size - at)
+            len = size - at;
+        memcpy(buf, data + at, len);
+        resp_input_commit(r, len);
+        at += len;
+        pull(r, run);
+    }
+    resp_destroy(&r);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const size_t chunk_sizes[] = {1, 3, 17, 200, 5000};
+    struct fuzz_run whole, cut;
+    uint64_t h = 0xcbf29ce484222325ULL;
+
+    for (size_t i = 0; i < size; i++)
+        h = (h ^ data[i]) * 0x100000001b3ULL;
+    const struct resp_limits *lim = &profiles[h % (sizeof(profiles) / sizeof(profiles[0]))];
+    size_t max_chunk = chunk_sizes[(h >> 8) % (sizeof(chunk_sizes) / sizeof(chunk_sizes[0]))];
+
+    run_init(&whole, lim);
+    parse_input(data, size, &whole, h, 0);
+    run_init(&cut, lim);
+    parse_input(data, size, &cut, h, max_chunk);
+
+    if (whole.digest != cut.digest || whole.ncmd != cut.ncmd || whole.last != cut.last ||
+        strcmp(whole.err, cut.err) != 0) {
+        fprintf(stderr,
+                "fuzz_resp: the cut changed the result (max chunk %zu, query_buf %zu):\n"
+                "  whole: %zu commands, status %d, error '%s'\n"
+                "  cut:   %zu commands, status %d, error '%s'\n",
+                max_chunk, lim->query_buf, whole.ncmd, whole.last, whole.err, cut.ncmd, cut.last,
+                cut.err);
+        abort();
+    }
+    run_fini(&whole);
+    run_fini(&cut);
+    return 0;
+}

@@ -1,0 +1,476 @@
+/* test_util.c - strict integers, formatting, glob matching and units (util.c), plus the other
+ * small leaves that have no test file of their own: hash.c, clock.c and stats.c. */
+#include <criterion/criterion.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlimitd/clock.h"
+#include "rlimitd/hash.h"
+#include "rlimitd/stats.h"
+#include "rlimitd/util.h"
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- util_parse_i64 ---- */
+
+Test(util, parse_i64_accepts_what_redis_accepts)
+{
+    static const struct {
+        const char *s;
+        int64_t v;
+    } cases[] = {
+        {"0", 0},
+        {"1", 1},
+        {"-1", -1},
+        {"10", 10},
+        {"1234567890", 1234567890},
+        {"9223372036854775807", INT64_MAX},
+        {"-9223372036854775807", -INT64_MAX},
+        {"-9223372036854775808", INT64_MIN},
+    };
+    size_t i;
+
+    for (i = 0; i < N_OF(cases); i++) {
+        int64_t v = 42;
+
+        cr_expect_eq(util_parse_i64(cases[i].s, strlen(cases[i].s), &v), 0, "'%s'", cases[i].s);
+        cr_expect_eq(v, cases[i].v, "'%s' -> %lld", cases[i].s, (long long)v);
+    }
+}
+
+Test(util, parse_i64_rejects_what_redis_rejects)
+{
+    static const char *const bad[] = {
+        "",
+        "-",
+        "+1",
+        "+",
+        "01",
+        "00",
+        "-0",
+        "-01",
+        " 1",
+        "1 ",
+        "1\n",
+        "1a",
+        "a1",
+        "1.0",
+        "1e3",
+        "0x10",
+        "--1",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "18446744073709551616",
+        "99999999999999999999999",
+    };
+    size_t i;
+
+    for (i = 0; i < N_OF(bad); i++) {
+        int64_t v = 42;
+
+        cr_expect_eq(util_parse_i64(bad[i], strlen(bad[i]), &v), -1, "'%s' accepted", bad[i]);
+        cr_expect_eq(v, 42, "'%s' wrote the output", bad[i]);
+    }
+}
+
+Test(util, parse_i64_uses_only_len_bytes)
+{
+    int64_t v = 0;
+
+    cr_expect_eq(util_parse_i64("123abc", 3, &v), 0);
+    cr_expect_eq(v, 123);
+    cr_expect_eq(util_parse_i64("0123", 1, &v), 0);
+    cr_expect_eq(v, 0);
+    cr_expect_eq(util_parse_i64("-5", 1, &v), -1);
+    /* Binary safe: a NUL inside the length is just a bad character. */
+    cr_expect_eq(util_parse_i64("1\0002", 3, &v), -1);
+}
+
+/* ---- util_fmt_i64 ---- */
+
+Test(util, fmt_i64)
+{
+    static const struct {
+        int64_t v;
+        const char *s;
+    } cases[] = {
+        {0, "0"},
+        {7, "7"},
+        {-7, "-7"},
+        {10, "10"},
+        {-100, "-100"},
+        {1700000000000000000LL, "1700000000000000000"},
+        {INT64_MAX, "9223372036854775807"},
+        {INT64_MIN, "-9223372036854775808"},
+    };
+    size_t i;
+
+    for (i = 0; i < N_OF(cases); i++) {
+        char buf[32];
+        size_t n;
+        int64_t back = 0;
+
+        memset(buf, 'x', sizeof(buf));
+        n = util_fmt_i64(buf, cases[i].v);
+        cr_expect_eq(n, strlen(cases[i].s), "%lld: length %zu", (long long)cases[i].v, n);
+        cr_expect_arr_eq(buf, cases[i].s, strlen(cases[i].s), "%lld", (long long)cases[i].v);
+        cr_expect_eq(buf[n], 'x', "no NUL is written");
+        cr_expect_eq(util_parse_i64(buf, n, &back), 0);
+        cr_expect_eq(back, cases[i].v);
+    }
+}
+
+/* ---- util_glob_match ---- */
+
+Test(util, glob_match_cases)
+{
+    static const struct {
+        const char *pat, *s;
+        int nocase, match;
+    } cases[] = {
+        {"", "", 0, 1},
+        {"", "a", 0, 0},
+        {"*", "", 0, 1},
+        {"*", "anything", 0, 1},
+        {"**", "x", 0, 1},
+        {"a", "a", 0, 1},
+        {"a", "b", 0, 0},
+        {"a", "aa", 0, 0},
+        {"a*", "a", 0, 1},
+        {"a*c", "abbbc", 0, 1},
+        {"a*c", "abbbd", 0, 0},
+        {"*c", "abc", 0, 1},
+        {"*b*", "abc", 0, 1},
+        {"*b*", "ac", 0, 0},
+        {"a*b*c", "aXbYbZc", 0, 1},
+        {"a*bc", "abcbc", 0, 1},
+        {"a*bc", "abcbd", 0, 0},
+        {"h?llo", "hello", 0, 1},
+        {"h?llo", "hllo", 0, 0},
+        {"?", "", 0, 0},
+        {"h[ae]llo", "hallo", 0, 1},
+        {"h[ae]llo", "hillo", 0, 0},
+        {"h[^e]llo", "hallo", 0, 1},
+        {"h[^e]llo", "hello", 0, 0},
+        {"h[a-b]llo", "hbllo", 0, 1},
+        {"h[a-b]llo", "hcllo", 0, 0},
+        {"h[b-a]llo", "hallo", 0, 1}, /* reversed range, as Redis */
+        {"[0-9][0-9]", "42", 0, 1},
+        {"[a-]", "]", 0, 1}, /* Redis reads "a-]" as a range up to ']' */
+        {"[\\]]", "]", 0, 1},
+        {"[\\-]", "-", 0, 1},
+        {"[]", "a", 0, 0},
+        {"[^]", "a", 0, 1},
+        {"[abc", "b", 0, 1}, /* unterminated class runs to the end */
+        {"a[", "a", 0, 0},
+        {"h\\*llo", "h*llo", 0, 1},
+        {"h\\*llo", "hello", 0, 0},
+        {"\\?", "?", 0, 1},
+        {"\\?", "x", 0, 0},
+        {"a\\", "a\\", 0, 1}, /* a trailing backslash is literal */
+        {"user:*", "user:1000", 0, 1},
+        {"user:*", "session:1", 0, 0},
+        {"hist:{*}:*", "hist:{alice}:login", 0, 1},
+        {"HELLO", "hello", 0, 0},
+        {"HELLO", "hello", 1, 1},
+        {"h*O", "hello", 1, 1},
+        {"[A-C]x", "bx", 1, 1},
+        {"[a-c]x", "BX", 1, 1},
+        {"[A-C]x", "bx", 0, 0},
+        {"[Z-a]", "m", 1, 0}, /* Redis swaps, then folds case: an empty range */
+        {"[Z-a]", "_", 0, 1},
+        {"max*", "maxmemory", 0, 1},
+        {"*memory*", "maxmemory-policy", 0, 1},
+    };
+    size_t i;
+
+    for (i = 0; i < N_OF(cases); i++) {
+        int m = util_glob_match(cases[i].pat, strlen(cases[i].pat), cases[i].s, strlen(cases[i].s),
+                                cases[i].nocase);
+
+        cr_expect_eq(m, cases[i].match, "'%s' ~ '%s' (nocase %d): %d", cases[i].pat, cases[i].s,
+                     cases[i].nocase, m);
+    }
+}
+
+Test(util, glob_match_is_binary_safe)
+{
+    cr_expect_eq(util_glob_match("a?c", 3, "a\0c", 3, 0), 1);
+    cr_expect_eq(util_glob_match("a*", 2, "a\0\0", 3, 0), 1);
+    cr_expect_eq(util_glob_match("a\0", 2, "a", 1, 0), 0);
+    cr_expect_eq(util_glob_match("[\x01-\xff]", 5, "\x80", 1, 0), 1);
+}
+
+Test(util, glob_match_hostile_patterns_terminate)
+{
+    /* Patterns that make a naive backtracking matcher take exponential time or recurse deeply.
+     * There is no timing assertion: finishing within the test timeout is the check. */
+    size_t n = 100000, i;
+    char *pat = malloc(2 * n + 2), *s = malloc(n + 1);
+
+    cr_assert_not_null(pat);
+    cr_assert_not_null(s);
+    memset(s, 'a', n);
+    /* "*****...a" against "aaaa...": matches. */
+    memset(pat, '*', n);
+    pat[n] = 'a';
+    cr_expect_eq(util_glob_match(pat, n + 1, s, n, 0), 1);
+    /* "*****...b": no match. */
+    pat[n] = 'b';
+    cr_expect_eq(util_glob_match(pat, n + 1, s, n, 0), 0);
+    /* "a*a*a*...*b" against "aaaa...": no match. */
+    for (i = 0; i < 2000; i++) {
+        pat[2 * i] = 'a';
+        pat[2 * i + 1] = '*';
+    }
+    pat[4000] = 'b';
+    cr_expect_eq(util_glob_match(pat, 4001, s, 20000, 0), 0);
+    pat[4000] = 'a';
+    cr_expect_eq(util_glob_match(pat, 4001, s, 20000, 0), 1);
+    free(pat);
+    free(s);
+}
+
+Test(util, eq_nocase)
+{
+    cr_expect_eq(util_eq_nocase("GET", 3, "get"), 1);
+    cr_expect_eq(util_eq_nocase("gEt", 3, "GET"), 1);
+    cr_expect_eq(util_eq_nocase("GETX", 3, "get"), 1); /* only len bytes are compared */
+    cr_expect_eq(util_eq_nocase("GE", 2, "get"), 0);
+    cr_expect_eq(util_eq_nocase("GETS", 4, "get"), 0);
+    cr_expect_eq(util_eq_nocase("", 0, ""), 1);
+    cr_expect_eq(util_eq_nocase("a\0", 2, "a"), 0);
+    cr_expect_eq(util_eq_nocase("[", 1, "{"), 0); /* not folded: only A-Z are letters */
+}
+
+/* ---- units ---- */
+
+Test(util, parse_memory_units)
+{
+    static const struct {
+        const char *s;
+        int64_t v;
+    } cases[] = {
+        {"0", 0},
+        {"100", 100},
+        {"100b", 100},
+        {"1k", 1000},
+        {"1kb", 1024},
+        {"1K", 1000},
+        {"1KB", 1024},
+        {"1Kb", 1024},
+        {"2m", 2000000},
+        {"2mb", 2097152},
+        {"1g", 1000000000},
+        {"1gb", 1073741824},
+        {"4GB", 4294967296LL},
+        {"512mb", 536870912},
+        {"0512", 512},
+        {"9223372036854775807", INT64_MAX},
+        {"8589934591gb", 8589934591LL * 1073741824LL},
+    };
+    static const char *const bad[] = {
+        "",
+        "k",
+        "kb",
+        "-1",
+        "-1kb",
+        "+1",
+        "1x",
+        "1 kb",
+        " 1",
+        "1kbb",
+        "1.5gb",
+        "1t",
+        "8589934592gb",
+        "9223372036854775808",
+        "99999999999999999999",
+    };
+    size_t i;
+
+    for (i = 0; i < N_OF(cases); i++) {
+        int64_t v = -42;
+
+        cr_expect_eq(util_parse_memory(cases[i].s, &v), 0, "'%s'", cases[i].s);
+        cr_expect_eq(v, cases[i].v, "'%s' -> %lld", cases[i].s, (long long)v);
+    }
+    for (i = 0; i < N_OF(bad); i++) {
+        int64_t v = -42;
+
+        cr_expect_eq(util_parse_memory(bad[i], &v), -1, "'%s' accepted", bad[i]);
+    }
+}
+
+Test(util, parse_duration_units)
+{
+    static const struct {
+        const char *s;
+        int64_t unit, ms;
+    } cases[] = {
+        {"0", 1000, 0},        {"5", 1000, 5000},       {"5", 1, 5},     {"100ms", 1000, 100},
+        {"100MS", 1000, 100},  {"5s", 1, 5000},         {"5S", 1, 5000}, {"2m", 1000, 120000},
+        {"1h", 1000, 3600000}, {"24H", 1000, 86400000},
+    };
+    static const char *const bad[] = {
+        "",
+        "ms",
+        "s",
+        "-1",
+        "-1s",
+        "+1",
+        "5x",
+        "5 s",
+        "5sec",
+        "1.5s",
+        "5d",
+        "5mss",
+        "9223372036854775807s",
+        "99999999999999999999",
+    };
+    size_t i;
+
+    for (i = 0; i < N_OF(cases); i++) {
+        int64_t v = -42;
+
+        cr_expect_eq(util_parse_duration_ms(cases[i].s, cases[i].unit, &v), 0, "'%s'", cases[i].s);
+        cr_expect_eq(v, cases[i].ms, "'%s' -> %lld", cases[i].s, (long long)v);
+    }
+    for (i = 0; i < N_OF(bad); i++) {
+        int64_t v = -42;
+
+        cr_expect_eq(util_parse_duration_ms(bad[i], 1000, &v), -1, "'%s' accepted", bad[i]);
+    }
+}
+
+/* ---- hash.c: SipHash-1-3 ---- */
+
+static const uint8_t seed_0_15[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+Test(hash, siphash13_reference_vectors)
+{
+    /* The published SipHash-1-3 outputs for key 00..0f and messages 00, 00 01, ... (the
+     * reference test vectors' layout), covering an empty, a partial and a full word. */
+    static const uint64_t want[] = {
+        0xabac0158050fc4dcULL, 0xc9f49bf37d57ca93ULL, 0x82cb9b024dc7d44dULL, 0x8bf80ab8e7ddf7fbULL,
+        0xcf75576088d38328ULL, 0xdef9d52f49533b67ULL, 0xc50d2b50c59f22a7ULL, 0xd3927d989bb11140ULL,
+        0x369095118d299a8eULL, 0x25a48eb36c063de4ULL, 0x79de85ee92ff097fULL, 0x70c118c1f94dc352ULL,
+    };
+    uint8_t msg[16];
+    size_t i;
+
+    for (i = 0; i < sizeof(msg); i++)
+        msg[i] = (uint8_t)i;
+    for (i = 0; i < N_OF(want); i++)
+        cr_expect_eq(hash_siphash13(msg, i, seed_0_15), want[i], "length %zu: %016llx", i,
+                     (unsigned long long)hash_siphash13(msg, i, seed_0_15));
+}
+
+Test(hash, siphash13_properties)
+{
+    uint8_t buf[80], other[16];
+    uint64_t h[65];
+    size_t i, j;
+
+    for (i = 0; i < sizeof(buf); i++)
+        buf[i] = (uint8_t)(i * 7 + 1);
+    memcpy(other, seed_0_15, sizeof(other));
+    other[15] ^= 1;
+    for (i = 0; i <= 64; i++) {
+        h[i] = hash_siphash13(buf, i, seed_0_15);
+        /* Deterministic, independent of alignment, and keyed. */
+        cr_expect_eq(hash_siphash13(buf, i, seed_0_15), h[i]);
+        {
+            uint8_t moved[72];
+
+            memcpy(moved + 3, buf, i);
+            cr_expect_eq(hash_siphash13(moved + 3, i, seed_0_15), h[i], "unaligned, len %zu", i);
+        }
+        cr_expect_neq(hash_siphash13(buf, i, other), h[i], "seed ignored at len %zu", i);
+        /* Every length, 0..64, so every tail size 0..7 is exercised: a flipped last byte
+         * changes the hash. */
+        if (i > 0) {
+            buf[i - 1] ^= 0x80;
+            cr_expect_neq(hash_siphash13(buf, i, seed_0_15), h[i], "last byte at len %zu", i);
+            buf[i - 1] ^= 0x80;
+        }
+    }
+    /* Prefixes of one buffer all hash differently (the length is mixed in). */
+    for (i = 0; i <= 64; i++)
+        for (j = i + 1; j <= 64; j++)
+            cr_expect_neq(h[i], h[j], "len %zu and %zu collide", i, j);
+    /* Zero bytes are not the same as no bytes. */
+    memset(buf, 0, 8);
+    cr_expect_neq(hash_siphash13(buf, 1, seed_0_15), hash_siphash13(buf, 0, seed_0_15));
+    cr_expect_neq(hash_siphash13(buf, 8, seed_0_15), hash_siphash13(buf, 7, seed_0_15));
+}
+
+/* ---- clock.c ---- */
+
+Test(clock, fake_clock_freezes_and_advances)
+{
+    int64_t real = clock_now_ns();
+
+    /* Not a timing check: only that the reading is a plausible wall clock (after 2020). */
+    cr_expect_gt(real, 1577836800LL * 1000000000LL);
+    clock_set_fake(1000);
+    cr_expect_eq(clock_now_ns(), 1000);
+    cr_expect_eq(clock_now_ns(), 1000);
+    clock_advance_fake(500);
+    cr_expect_eq(clock_now_ns(), 1500);
+    clock_advance_fake(-200);
+    cr_expect_eq(clock_now_ns(), 1300);
+    clock_set_fake(0);
+    cr_expect_gt(clock_now_ns(), 1577836800LL * 1000000000LL);
+    cr_expect_gt(clock_mono_ns(), 0);
+}
+
+/* ---- stats.c ---- */
+
+Test(stats, err_of_classifies_by_first_word)
+{
+    static const struct {
+        const char *msg;
+        enum stats_err e;
+    } cases[] = {
+        {"-ERR value is not an integer or out of range", ERRSTAT_ERR},
+        {"ERR value is not an integer or out of range", ERRSTAT_ERR},
+        {"-ERR", ERRSTAT_ERR},
+        {"ERR\r\n", ERRSTAT_ERR},
+        {"-WRONGTYPE Operation against a key holding the wrong kind of value", ERRSTAT_WRONGTYPE},
+        {"WRONGTYPE Operation", ERRSTAT_WRONGTYPE},
+        {"-NOAUTH Authentication required.", ERRSTAT_NOAUTH},
+        {"-WRONGPASS invalid username-password pair", ERRSTAT_WRONGPASS},
+        {"-OOM command not allowed", ERRSTAT_OOM},
+        {"-NOPROTO unsupported protocol version", ERRSTAT_NOPROTO},
+        {"-EXECABORT Transaction discarded", ERRSTAT_EXECABORT},
+        {"-ERRX something", ERRSTAT_OTHER},
+        {"-err lower case", ERRSTAT_OTHER},
+        {"-NOSCRIPT No matching script", ERRSTAT_OTHER},
+        {"-OTHER x", ERRSTAT_OTHER},
+        {"", ERRSTAT_OTHER},
+        {"-", ERRSTAT_OTHER},
+        {NULL, ERRSTAT_OTHER},
+    };
+    size_t i;
+
+    for (i = 0; i < N_OF(cases); i++)
+        cr_expect_eq(stats_err_of(cases[i].msg), cases[i].e, "'%s'",
+                     cases[i].msg ? cases[i].msg : "(null)");
+}
+
+Test(stats, err_names)
+{
+    static const char *const names[ERRSTAT_COUNT] = {
+        "ERR", "WRONGTYPE", "NOAUTH", "WRONGPASS", "OOM", "NOPROTO", "EXECABORT", "OTHER",
+    };
+    int e;
+
+    for (e = 0; e < ERRSTAT_COUNT; e++) {
+        cr_expect_str_eq(stats_err_name((enum stats_err)e), names[e]);
+        if (e != ERRSTAT_OTHER)
+            cr_expect_eq(stats_err_of(names[e]), (enum stats_err)e);
+    }
+    cr_expect_str_eq(stats_err_name(ERRSTAT_COUNT), "OTHER");
+}
