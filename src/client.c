@@ -53,8 +53,11 @@ static void on_close(uv_handle_t *h)
         c->tnext->tprev = c->tprev;
 
     atomic_fetch_sub(&srv->nclients, 1);
-    /* Shutting down: the last client gone ends the grace timer, so the loop can finish. */
-    if (atomic_load(&srv->stopping) && c->thread->clients == NULL &&
+    /* Shutting down: the last client gone ends the grace timer, so the loop can finish. Only
+     * once the thread has handled the stop (t->stopped): before that the cron timer is not the
+     * grace timer yet, and the wake-up handler closes it itself when no client is left. Closing
+     * it here too (the SHUTDOWN client is closed before the wake-up runs) closed it twice. */
+    if (atomic_load(&srv->stopping) && c->thread->stopped && c->thread->clients == NULL &&
         !uv_is_closing((uv_handle_t *)&c->thread->cron))
         uv_close((uv_handle_t *)&c->thread->cron, NULL);
     session_deinit(&c->session);

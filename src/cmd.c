@@ -45,9 +45,9 @@ static const struct cmd_def commands[] = {
      cmd_flushall},
     {"ping", -1, CMD_FAST, 0, 0, 0, "fast connection", cmd_ping},
     {"echo", 2, CMD_FAST, 0, 0, 0, "fast connection", cmd_echo},
-    {"quit", -1, CMD_NOAUTH | CMD_NOMULTI | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0,
+    {"quit", -1, CMD_NOAUTH | CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0,
      0, 0, "fast connection", cmd_quit},
-    {"reset", 1, CMD_NOAUTH | CMD_NOMULTI | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0,
+    {"reset", 1, CMD_NOAUTH | CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0,
      0, 0, "fast connection", cmd_reset},
     {"hello", -1, CMD_NOAUTH | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
      "fast connection", cmd_hello},
@@ -59,9 +59,10 @@ static const struct cmd_def commands[] = {
     {"time", 1, CMD_FAST | CMD_LOADING | CMD_STALE, 0, 0, 0, "fast", cmd_time},
     {"config", -2, CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
      "admin slow dangerous", cmd_config},
-    {"shutdown", -1, CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+    {"shutdown", -1, CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT | CMD_NO_MULTI, 0, 0, 0,
      "admin slow dangerous", cmd_shutdown},
-    {"save", 1, CMD_ADMIN | CMD_NOSCRIPT, 0, 0, 0, "admin slow dangerous", cmd_save},
+    {"save", 1, CMD_ADMIN | CMD_NOSCRIPT | CMD_NO_MULTI, 0, 0, 0, "admin slow dangerous",
+     cmd_save},
     {"bgsave", -1, CMD_ADMIN | CMD_NOSCRIPT, 0, 0, 0, "admin slow dangerous", cmd_bgsave},
     {"lastsave", 1, CMD_FAST | CMD_LOADING | CMD_STALE, 0, 0, 0, "fast dangerous", cmd_lastsave},
     {"slowlog", -2, CMD_ADMIN | CMD_LOADING | CMD_STALE, 0, 0, 0, "admin slow dangerous",
@@ -70,11 +71,11 @@ static const struct cmd_def commands[] = {
      "admin slow dangerous", cmd_latency},
     {"info", -1, CMD_LOADING | CMD_STALE, 0, 0, 0, "slow dangerous", cmd_info},
     {"command", -1, CMD_LOADING | CMD_STALE, 0, 0, 0, "slow connection", cmd_command},
-    {"multi", 1, CMD_NOMULTI | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+    {"multi", 1, CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
      "fast transaction", cmd_multi},
-    {"exec", 1, CMD_NOMULTI | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+    {"exec", 1, CMD_NOQUEUE | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
      "slow transaction", cmd_exec},
-    {"discard", 1, CMD_NOMULTI | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+    {"discard", 1, CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
      "fast transaction", cmd_discard},
 };
 
@@ -420,6 +421,8 @@ static void run(struct cmd_env *env, struct session *s, int idx, int argc, char 
         if (out->len > start && out->p[start] == '-') {
             stats_add(&cs->failed_calls, 1);
             count_error(s, out, start);
+        } else if (d->flags & CMD_WRITE) {
+            stats_add(&s->stats->dirty, 1);
         }
     }
     if (env->slowlog != NULL)
@@ -592,7 +595,11 @@ void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
         reject(s, idx, out, "NOAUTH Authentication required.");
         return;
     }
-    if ((s->flags & SESSION_IN_MULTI) && !(d->flags & CMD_NOMULTI)) {
+    if ((s->flags & SESSION_IN_MULTI) && (d->flags & CMD_NO_MULTI)) {
+        reject(s, idx, out, "ERR Command not allowed inside a transaction");
+        return;
+    }
+    if ((s->flags & SESSION_IN_MULTI) && !(d->flags & CMD_NOQUEUE)) {
         queue(s, idx, argc, argv, lens);
         reply_simple(out, "QUEUED");
         return;

@@ -257,7 +257,7 @@ static const struct {
     {CMD_WRITE, "write"},    {CMD_READONLY, "readonly"},          {CMD_DENYOOM, "denyoom"},
     {CMD_ADMIN, "admin"},    {CMD_NOSCRIPT, "noscript"},          {CMD_LOADING, "loading"},
     {CMD_STALE, "stale"},    {FLAG_SKIP_SLOWLOG, "skip_slowlog"}, {CMD_FAST, "fast"},
-    {CMD_NOAUTH, "no_auth"}, {FLAG_ALLOW_BUSY, "allow_busy"},
+    {CMD_NOAUTH, "no_auth"}, {CMD_NO_MULTI, "no_multi"},         {FLAG_ALLOW_BUSY, "allow_busy"},
 };
 
 #define NFLAGS ((int)(sizeof(flag_names) / sizeof(flag_names[0])))

@@ -15,13 +15,15 @@
 #define CMD_DENYOOM 0x4u
 #define CMD_FAST 0x8u
 #define CMD_NOAUTH 0x10u     /* runs before AUTH: AUTH, HELLO, QUIT, RESET */
-#define CMD_NOMULTI 0x20u    /* runs at once even inside MULTI (EXEC, DISCARD, MULTI, QUIT, RESET) */
+#define CMD_NOQUEUE 0x20u    /* runs at once even inside MULTI (EXEC, DISCARD, MULTI, QUIT, RESET) */
 #define CMD_ALLSHARDS 0x40u  /* visits the whole keyspace (takes shards itself, one at a time) */
 #define CMD_ADMIN 0x80u
 #define CMD_LOADING 0x100u
 #define CMD_STALE 0x200u
 #define CMD_NOSCRIPT 0x400u
 #define CMD_KEYDERIVED 0x800u /* the state key is built from the arguments (ISALLOWED) */
+#define CMD_NO_MULTI 0x1000u  /* refused inside MULTI: SAVE would wait on the shard locks EXEC
+                               * holds; SHUTDOWN as Redis */
 
 struct cmd_ctx {
     struct cmd_env *env;

@@ -40,6 +40,8 @@ char *rbuf_reserve(struct rbuf *b, size_t n)
 
 void rbuf_append(struct rbuf *b, const void *p, size_t n)
 {
+    if (n == 0)
+        return; /* p may be NULL then (an empty rbuf), and memcpy must not see it */
     memcpy(rbuf_reserve(b, n), p, n);
     b->len += n;
 }

@@ -116,6 +116,15 @@ static void on_connection(uv_stream_t *listener, int status)
 
 /* ---- cron ---- */
 
+/* Writes so far, all threads: what "changed since the last save" is measured against. */
+static uint64_t dirty_total(struct server *srv)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < srv->nthreads; i++)
+        n += stats_get(&srv->threads[i].stats.dirty);
+    return n;
+}
+
 static void cron(uv_timer_t *timer)
 {
     struct io_thread *t = timer->data;
@@ -149,8 +158,11 @@ static void cron(uv_timer_t *timer)
             }
         }
     }
-    if (t->index == 0)
+    if (t->index == 0) {
         info_sample_ops(&srv->env);
+        if (srv->persist != NULL)
+            persist_tick(srv->persist, dirty_total(srv));
+    }
 }
 
 /* ---- cross-thread wake-ups ---- */
@@ -206,11 +218,14 @@ static void on_wakeup(uv_async_t *a)
             uv_close((uv_handle_t *)&sig_hup, NULL);
     }
     /* The cron timer becomes the grace deadline; the loop ends when every handle is closed. */
-    uv_timer_stop(&t->cron);
-    if (t->clients == NULL)
-        uv_close((uv_handle_t *)&t->cron, NULL);
-    else
-        uv_timer_start(&t->cron, force_close, SHUTDOWN_GRACE_MS, 0);
+    if (!uv_is_closing((uv_handle_t *)&t->cron)) {
+        uv_timer_stop(&t->cron);
+        /* The last client's close callback may already have closed it (client.c on_close). */
+        if (t->clients == NULL)
+            uv_close((uv_handle_t *)&t->cron, NULL);
+        else
+            uv_timer_start(&t->cron, force_close, SHUTDOWN_GRACE_MS, 0);
+    }
 }
 
 static void wake_all(struct server *srv)
@@ -273,13 +288,39 @@ static uint64_t hook_connected_clients(void *ud)
 
 static int hook_shutdown(void *ud, int save, char *err, size_t errlen)
 {
-    (void)save; /* snapshots: issue 3 */
-    (void)err;
-    (void)errlen;
     struct server *srv = ud;
     log_warning("User requested shutdown...");
+    /* Like Redis: refuse to stop when the final snapshot cannot be written, so that a limit
+     * does not silently reset; SHUTDOWN NOSAVE stops anyway. */
+    if (save != 0 && srv->persist != NULL) {
+        char why[512];
+        if (persist_check_dir(srv->persist, why, sizeof(why)) != 0) {
+            log_warning("Error trying to save the snapshot before shutdown: %s", why);
+            snprintf(err, errlen, "Errors trying to SHUTDOWN. Check logs.");
+            return -1;
+        }
+    }
+    srv->final_save = save != 0;
     request_stop(srv);
     return 0;
+}
+
+static int hook_save(void *ud, int background, char *err, size_t errlen)
+{
+    struct server *srv = ud;
+    return persist_save(srv->persist, background, dirty_total(srv), err, errlen);
+}
+
+static void hook_info_persistence(void *ud, struct rbuf *out)
+{
+    struct server *srv = ud;
+    persist_info(srv->persist, out, dirty_total(srv));
+}
+
+static int64_t hook_lastsave(void *ud)
+{
+    struct server *srv = ud;
+    return persist_lastsave(srv->persist);
 }
 
 static void hook_config_changed(void *ud)
@@ -372,13 +413,15 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-int server_run(struct conf *conf, struct keyspace *ks)
+int server_run(struct conf *conf, struct keyspace *ks, struct persist *persist)
 {
     struct server *srv = calloc(1, sizeof(*srv));
     if (srv == NULL)
         return 1;
     srv->conf = conf;
     srv->ks = ks;
+    srv->persist = persist;
+    srv->final_save = 1; /* SIGTERM, SIGINT, SHUTDOWN and SHUTDOWN SAVE all save */
     srv->nthreads = (int)conf->threads;
     if (srv->nthreads < 1 || srv->nthreads > 16)
         srv->nthreads = 1;
@@ -394,6 +437,12 @@ int server_run(struct conf *conf, struct keyspace *ks)
         .shutdown = hook_shutdown,
         .config_changed = hook_config_changed,
     };
+    if (persist != NULL) {
+        persist_set_lock(persist, &srv->env.conf_lock);
+        srv->env.hooks.save = hook_save;
+        srv->env.hooks.info_persistence = hook_info_persistence;
+        srv->env.hooks.lastsave = hook_lastsave;
+    }
     srv->threads = calloc((size_t)srv->nthreads, sizeof(struct io_thread));
     srv->env.stats = calloc((size_t)srv->nthreads, sizeof(struct stats *));
     if (srv->threads == NULL || srv->env.stats == NULL)
@@ -420,8 +469,7 @@ int server_run(struct conf *conf, struct keyspace *ks)
     uv_signal_start(&sig_hup, on_sighup, SIGHUP);
     log_notice("Ready to accept connections (%d I/O threads)", srv->nthreads);
     /* READY only once every socket listens (and, with snapshots, after loading). */
-    if (notify_init((int)conf->supervised))
-        notify_send("READY=1\nSTATUS=Ready to accept connections");
+    notify_send("READY=1\nSTATUS=Ready to accept connections");
 
     for (int i = 1; i < srv->nthreads; i++)
         pthread_create(&srv->threads[i].tid, NULL, thread_main, &srv->threads[i]);
@@ -429,6 +477,19 @@ int server_run(struct conf *conf, struct keyspace *ks)
     for (int i = 1; i < srv->nthreads; i++)
         pthread_join(srv->threads[i].tid, NULL);
     rc = 0;
+    /* Every loop has stopped: the snapshot holds every answered command (SPEC 6). */
+    if (persist != NULL) {
+        persist_wait(persist);
+        if (srv->final_save) {
+            char err[512];
+            /* A big keyspace may take a while: tell systemd not to kill us meanwhile. */
+            notify_send("STATUS=Saving the final snapshot\nEXTEND_TIMEOUT_USEC=120000000");
+            if (persist_save(persist, 0, dirty_total(srv), err, sizeof(err)) != 0) {
+                log_warning("The final snapshot failed: %s", err);
+                rc = 1;
+            }
+        }
+    }
     log_notice("rlimitd is now ready to exit, bye bye...");
 
 out:

@@ -10,6 +10,7 @@
 
 #include "rlimitd/cmd.h"
 #include "rlimitd/conf.h"
+#include "rlimitd/persist.h"
 #include "rlimitd/reply.h"
 #include "rlimitd/resp.h"
 #include "rlimitd/stats.h"
@@ -80,6 +81,8 @@ struct server {
     pthread_mutex_t registry_lock; /* guards the gprev/gnext list and session names */
     struct client *registry;
     _Atomic int stopping;
+    struct persist *persist;
+    int final_save;                 /* 0 after SHUTDOWN NOSAVE */
     int tcp_fds[16][CONF_MAX_BIND]; /* per thread, per address: SO_REUSEPORT sockets */
     int ntcp;                       /* addresses bound */
 };

@@ -57,6 +57,8 @@ struct server_hooks {
     void (*config_changed)(void *ud);
     /* INFO persistence section (appended as "field:value\r\n" lines). */
     void (*info_persistence)(void *ud, struct rbuf *out);
+    /* LASTSAVE: Unix time of the last successful snapshot. */
+    int64_t (*lastsave)(void *ud);
 };
 
 struct slowlog;

@@ -138,6 +138,37 @@ uint64_t ks_scan_shard(struct keyspace *ks, unsigned shard, uint64_t cursor, siz
  * Returns the number of entries freed. */
 size_t ks_expire_cycle(struct keyspace *ks, unsigned shard, int64_t now, size_t max_buckets);
 
+/* ---- snapshots (the snapshot layer encodes; the keyspace only hands out and takes back) ---- */
+
+struct swlog;
+
+/* One entry as the snapshot layer sees it. Pointers are valid during the callback only. */
+struct ks_record {
+    enum ks_type type;
+    const char *key;
+    size_t klen;
+    int64_t expire;          /* absolute ns, 0 = none */
+    int64_t i;               /* KS_GCRA: TAT; KS_INT: the value */
+    const char *p;           /* KS_RAW: the bytes */
+    size_t len;
+    const struct swlog *log; /* KS_SWLOG (dump only) */
+    const int64_t *ts;       /* KS_SWLOG (restore only): timestamps, oldest first */
+    uint32_t nts;
+};
+
+/* Calls cb for every entry of the shard that is live at now (caller holds the shard lock).
+ * Returns the number of entries visited. */
+typedef void (*ks_dump_fn)(void *ud, const struct ks_record *r);
+uint64_t ks_dump_shard(struct keyspace *ks, unsigned shard, int64_t now, ks_dump_fn cb, void *ud);
+
+/* Sizes the tables for about n keys in all, so a load does not rehash as it goes. */
+void ks_reserve(struct keyspace *ks, uint64_t n);
+
+/* Stores a record (replacing the key if present) unless it has expired at now. Caller holds the
+ * key's shard lock. Returns 1 if stored, 0 if skipped as expired, -1 if the record is invalid
+ * (unknown type, a window log with no or unsorted timestamps). */
+int ks_restore(struct keyspace *ks, const struct ks_record *r, int64_t now);
+
 /* Type names as TYPE and SCAN TYPE use them: "none", "string", "zset". */
 const char *ks_type_name(enum ks_type t);
 

@@ -4,10 +4,12 @@
 
 #include "rlimitd/conf.h"
 #include "rlimitd/keyspace.h"
+#include "rlimitd/persist.h"
 
 /* Binds the configured addresses, runs conf->threads event loops until SHUTDOWN, SIGTERM or
- * SIGINT, and returns the process exit code (0 after a clean shutdown, 1 if it could not
- * start). The keyspace stays the caller's. */
-int server_run(struct conf *conf, struct keyspace *ks);
+ * SIGINT, takes the final snapshot (unless SHUTDOWN NOSAVE), and returns the process exit code:
+ * 0 after a clean shutdown, 1 if it could not start or the final save failed. The keyspace and
+ * persist stay the caller's. */
+int server_run(struct conf *conf, struct keyspace *ks, struct persist *persist);
 
 #endif

@@ -26,6 +26,7 @@ struct stats {
     _Atomic uint64_t net_input_bytes;
     _Atomic uint64_t net_output_bytes;
     _Atomic uint64_t expired_keys;
+    _Atomic uint64_t dirty;             /* successful write commands, for snapshots */
     _Atomic uint64_t errors[ERRSTAT_COUNT];
     struct cmd_stats cmd[STATS_MAX_CMDS];
 };

@@ -1,0 +1,54 @@
+/* persist.h - when and how snapshots are taken (SPEC 6): SAVE, BGSAVE, every save-interval
+ * seconds when something changed, and at shutdown; loading at start; INFO persistence fields.
+ *
+ * A save walks the shards one at a time: under a shard's lock its live entries are encoded into
+ * memory (about a millisecond for 40,000 keys), the lock is released, and the bytes are written
+ * out. So clients are never stopped for more than one shard's copy, and memory overhead is one
+ * shard's encoding (DESIGN.md "Snapshots"). BGSAVE runs that walk on its own thread. */
+#ifndef RLIMITD_PERSIST_H
+#define RLIMITD_PERSIST_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlimitd/conf.h"
+#include "rlimitd/keyspace.h"
+#include "rlimitd/reply.h"
+
+struct persist;
+
+/* conf's dir and dbfilename are read at each use, under conf_lock once persist_set_lock has
+ * given one (the server does, before its threads start; loading runs before, alone). */
+struct persist *persist_create(struct keyspace *ks, struct conf *conf);
+void persist_set_lock(struct persist *p, pthread_mutex_t *conf_lock);
+/* Waits for a background save, frees, sets *pp to NULL. */
+void persist_destroy(struct persist **pp);
+
+/* Loads dir/dbfilename into the (empty) keyspace before any thread runs. A missing file is not
+ * an error. Returns 0, or -1 with err = "path: offset N: reason" (the file is left as it is). */
+int persist_load(struct persist *p, char *err, size_t errlen);
+
+/* SAVE (background 0: in the calling thread) or BGSAVE (background 1: on a new thread).
+ * dirty_now is the server's count of writes so far. Returns 0, or -1 with err set (the text
+ * after "ERR "): "Background save already in progress", or why the save failed. */
+int persist_save(struct persist *p, int background, uint64_t dirty_now, char *err,
+                 size_t errlen);
+
+/* Called every 100 ms: starts a background save when save-interval has passed since the last
+ * one and something changed. */
+void persist_tick(struct persist *p, uint64_t dirty_now);
+
+/* Waits for a running background save to finish. */
+void persist_wait(struct persist *p);
+
+/* Checks that a save could create its temporary file (SHUTDOWN refuses to stop otherwise). */
+int persist_check_dir(struct persist *p, char *err, size_t errlen);
+
+/* Appends the INFO persistence fields after "loading:0" (rdb_*, aof_*). */
+void persist_info(struct persist *p, struct rbuf *out, uint64_t dirty_now);
+
+/* Unix time of the last successful save (or of the start, before any). */
+int64_t persist_lastsave(struct persist *p);
+
+#endif

@@ -1,0 +1,339 @@
+/* persist.c - the snapshot policy: SAVE, BGSAVE, periodic and final saves, loading, and the
+ * INFO persistence fields (persist.h). The file format and its crash safety are snap.c's. */
+#include "rlimitd/persist.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rlimitd/clock.h"
+#include "rlimitd/log.h"
+#include "rlimitd/snap.h"
+
+#define NS 1000000000LL
+
+struct persist {
+    struct keyspace *ks;
+    struct conf *conf;
+    pthread_mutex_t *conf_lock;
+
+    pthread_mutex_t lock; /* guards everything below */
+    int bg_running;
+    int bg_joinable;
+    pthread_t bg_thread;
+    uint64_t bg_dirty;            /* dirty count when the running save started */
+    int64_t bg_start_ns;
+    int64_t last_save_s;          /* LASTSAVE */
+    int64_t last_attempt_ns;      /* for save-interval, successful or not */
+    uint64_t dirty_at_save;       /* dirty count captured by the last successful save */
+    int last_bg_ok;
+    int64_t last_bg_secs;
+    uint64_t saves;
+    pthread_mutex_t save_lock;    /* one save at a time, foreground or background */
+};
+
+struct persist *persist_create(struct keyspace *ks, struct conf *conf)
+{
+    struct persist *p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        abort();
+    p->ks = ks;
+    p->conf = conf;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_mutex_init(&p->save_lock, NULL);
+    p->last_save_s = clock_now_ns() / NS;
+    p->last_attempt_ns = clock_mono_ns();
+    p->last_bg_ok = 1;
+    p->last_bg_secs = -1;
+    return p;
+}
+
+void persist_set_lock(struct persist *p, pthread_mutex_t *conf_lock)
+{
+    p->conf_lock = conf_lock;
+}
+
+void persist_wait(struct persist *p)
+{
+    pthread_mutex_lock(&p->lock);
+    int joinable = p->bg_joinable;
+    pthread_t t = p->bg_thread;
+    p->bg_joinable = 0;
+    pthread_mutex_unlock(&p->lock);
+    if (joinable)
+        pthread_join(t, NULL);
+}
+
+void persist_destroy(struct persist **pp)
+{
+    struct persist *p = *pp;
+    if (p == NULL)
+        return;
+    persist_wait(p);
+    pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(&p->save_lock);
+    free(p);
+    *pp = NULL;
+}
+
+/* dir and dbfilename, copied under the config lock (CONFIG SET may change them). */
+static void target(struct persist *p, char *dir, size_t dlen, char *file, size_t flen)
+{
+    if (p->conf_lock != NULL)
+        pthread_mutex_lock(p->conf_lock);
+    snprintf(dir, dlen, "%s", p->conf->dir);
+    snprintf(file, flen, "%s", p->conf->dbfilename);
+    if (p->conf_lock != NULL)
+        pthread_mutex_unlock(p->conf_lock);
+}
+
+/* ---- loading ---- */
+
+struct load_state {
+    struct keyspace *ks;
+    const struct snap_info *info;
+    int reserved;
+    int64_t now;
+    uint64_t loaded, expired;
+};
+
+static int restore_record(void *ud, const struct ks_record *r)
+{
+    struct load_state *st = ud;
+    if (!st->reserved) {
+        ks_reserve(st->ks, st->info->records);
+        st->reserved = 1;
+    }
+    /* Before any thread runs: nobody else can touch a shard, no lock is needed. */
+    int rc = ks_restore(st->ks, r, st->now);
+    if (rc < 0)
+        return -1;
+    if (rc == 0)
+        st->expired++;
+    else
+        st->loaded++;
+    return 0;
+}
+
+int persist_load(struct persist *p, char *err, size_t errlen)
+{
+    char dir[4096], file[1024], path[5200];
+    target(p, dir, sizeof(dir), file, sizeof(file));
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    struct snap_info info;
+    struct load_state st = {p->ks, &info, 0, clock_now_ns(), 0, 0};
+    int64_t t0 = clock_mono_ns();
+    int rc = snap_read(path, restore_record, &st, &info, err, errlen);
+    if (rc == 1) {
+        log_notice("No snapshot at %s: starting empty", path);
+        return 0;
+    }
+    if (rc != 0)
+        return -1;
+    double secs = (double)(clock_mono_ns() - t0) / 1e9;
+    log_notice("Snapshot %s loaded: %llu keys (%llu expired and skipped) in %.3f seconds", path,
+               (unsigned long long)st.loaded, (unsigned long long)st.expired, secs);
+    pthread_mutex_lock(&p->lock);
+    p->last_save_s = info.created_ns / NS;
+    pthread_mutex_unlock(&p->lock);
+    return 0;
+}
+
+/* ---- saving ---- */
+
+struct encode_state {
+    struct rbuf buf;
+};
+
+static void encode_record(void *ud, const struct ks_record *r)
+{
+    struct encode_state *st = ud;
+    snap_encode(&st->buf, r);
+}
+
+/* Writes a snapshot of the keyspace as it is now, shard by shard. */
+static int save_now(struct persist *p, char *err, size_t errlen)
+{
+    char dir[4096], file[1024];
+    target(p, dir, sizeof(dir), file, sizeof(file));
+    int64_t now = clock_now_ns();
+    struct snap_writer *w = snap_writer_open(dir, file, now, err, errlen);
+    if (w == NULL)
+        return -1;
+    struct encode_state st;
+    rbuf_init(&st.buf);
+    unsigned n = ks_nshards(p->ks);
+    for (unsigned s = 0; s < n; s++) {
+        st.buf.len = 0;
+        ks_lock(p->ks, s);
+        uint64_t count = ks_dump_shard(p->ks, s, now, encode_record, &st);
+        ks_unlock(p->ks, s);
+        if (snap_writer_write(w, st.buf.p, st.buf.len, count, err, errlen) != 0) {
+            rbuf_free(&st.buf);
+            snap_writer_abort(w);
+            return -1;
+        }
+    }
+    rbuf_free(&st.buf);
+    return snap_writer_commit(w, err, errlen);
+}
+
+/* Runs one save and records its outcome. */
+static int run_save(struct persist *p, uint64_t dirty, int background, char *err, size_t errlen)
+{
+    int64_t t0 = clock_mono_ns();
+    pthread_mutex_lock(&p->save_lock);
+    int rc = save_now(p, err, errlen);
+    pthread_mutex_unlock(&p->save_lock);
+    int64_t secs = (clock_mono_ns() - t0 + NS / 2) / NS;
+    pthread_mutex_lock(&p->lock);
+    p->last_attempt_ns = clock_mono_ns();
+    if (rc == 0) {
+        p->last_save_s = clock_now_ns() / NS;
+        p->dirty_at_save = dirty;
+        p->saves++;
+    }
+    if (background) {
+        p->last_bg_ok = rc == 0;
+        p->last_bg_secs = secs;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (rc == 0)
+        log_notice("%s saved the snapshot in %lld s", background ? "Background save" : "SAVE",
+                   (long long)secs);
+    else
+        log_warning("%s failed: %s", background ? "Background save" : "SAVE", err);
+    return rc;
+}
+
+static void *bg_main(void *arg)
+{
+    struct persist *p = arg;
+    char err[512];
+    pthread_mutex_lock(&p->lock);
+    uint64_t dirty = p->bg_dirty;
+    pthread_mutex_unlock(&p->lock);
+    run_save(p, dirty, 1, err, sizeof(err));
+    pthread_mutex_lock(&p->lock);
+    p->bg_running = 0;
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* Starts a background save unless one runs. Returns 0, or -1 with err set. */
+static int start_background(struct persist *p, uint64_t dirty, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&p->lock);
+    if (p->bg_running) {
+        pthread_mutex_unlock(&p->lock);
+        snprintf(err, errlen, "Background save already in progress");
+        return -1;
+    }
+    int joinable = p->bg_joinable;
+    pthread_t old = p->bg_thread;
+    p->bg_joinable = 0;
+    pthread_mutex_unlock(&p->lock);
+    if (joinable)
+        pthread_join(old, NULL); /* finished: it cleared bg_running */
+
+    pthread_mutex_lock(&p->lock);
+    p->bg_running = 1;
+    p->bg_dirty = dirty;
+    p->bg_start_ns = clock_mono_ns();
+    int rc = pthread_create(&p->bg_thread, NULL, bg_main, p);
+    if (rc != 0) {
+        p->bg_running = 0;
+        pthread_mutex_unlock(&p->lock);
+        snprintf(err, errlen, "cannot start the background save: %s", strerror(rc));
+        return -1;
+    }
+    p->bg_joinable = 1;
+    pthread_mutex_unlock(&p->lock);
+    return 0;
+}
+
+int persist_save(struct persist *p, int background, uint64_t dirty_now, char *err,
+                 size_t errlen)
+{
+    if (background)
+        return start_background(p, dirty_now, err, errlen);
+    pthread_mutex_lock(&p->lock);
+    int busy = p->bg_running;
+    pthread_mutex_unlock(&p->lock);
+    if (busy) {
+        snprintf(err, errlen, "Background save already in progress");
+        return -1;
+    }
+    return run_save(p, dirty_now, 0, err, errlen);
+}
+
+void persist_tick(struct persist *p, uint64_t dirty_now)
+{
+    int64_t interval = __atomic_load_n(&p->conf->save_interval, __ATOMIC_RELAXED);
+    if (interval <= 0)
+        return;
+    pthread_mutex_lock(&p->lock);
+    int due = !p->bg_running && dirty_now != p->dirty_at_save &&
+              clock_mono_ns() - p->last_attempt_ns >= interval * NS;
+    pthread_mutex_unlock(&p->lock);
+    if (due) {
+        char err[512];
+        if (start_background(p, dirty_now, err, sizeof(err)) != 0)
+            log_warning("Periodic save not started: %s", err);
+    }
+}
+
+int persist_check_dir(struct persist *p, char *err, size_t errlen)
+{
+    char dir[4096], file[1024], path[5300];
+    target(p, dir, sizeof(dir), file, sizeof(file));
+    snprintf(path, sizeof(path), "%s/%s.tmp-check-%ld", dir, file, (long)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(path);
+    return 0;
+}
+
+void persist_info(struct persist *p, struct rbuf *out, uint64_t dirty_now)
+{
+    char buf[1024];
+    pthread_mutex_lock(&p->lock);
+    int64_t current = p->bg_running ? (clock_mono_ns() - p->bg_start_ns) / NS : -1;
+    int n = snprintf(buf, sizeof(buf),
+                     "rdb_changes_since_last_save:%llu\r\n"
+                     "rdb_bgsave_in_progress:%d\r\n"
+                     "rdb_last_save_time:%lld\r\n"
+                     "rdb_last_bgsave_status:%s\r\n"
+                     "rdb_last_bgsave_time_sec:%lld\r\n"
+                     "rdb_current_bgsave_time_sec:%lld\r\n"
+                     "rdb_saves:%llu\r\n"
+                     "aof_enabled:0\r\n"
+                     "aof_rewrite_in_progress:0\r\n"
+                     "aof_rewrite_scheduled:0\r\n"
+                     "aof_last_rewrite_time_sec:-1\r\n"
+                     "aof_current_rewrite_time_sec:-1\r\n"
+                     "aof_last_bgrewrite_status:ok\r\n"
+                     "aof_last_write_status:ok\r\n",
+                     (unsigned long long)(dirty_now - p->dirty_at_save), p->bg_running,
+                     (long long)p->last_save_s, p->last_bg_ok ? "ok" : "err",
+                     (long long)p->last_bg_secs, (long long)current,
+                     (unsigned long long)p->saves);
+    pthread_mutex_unlock(&p->lock);
+    if (n > 0)
+        rbuf_append(out, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+}
+
+int64_t persist_lastsave(struct persist *p)
+{
+    pthread_mutex_lock(&p->lock);
+    int64_t t = p->last_save_s;
+    pthread_mutex_unlock(&p->lock);
+    return t;
+}

@@ -1,0 +1,467 @@
+/* snap.c - snapshot file format, crash-safe writing and verified reading (snap.h, SPEC 6,
+ * docs/SNAPSHOT.md).
+ *
+ * Crash safety comes from the order of operations, as in Redis's rdbSave: the records go to a
+ * temporary file in the same directory, which is fsync'd, renamed over the snapshot (rename is
+ * atomic within a filesystem) and then the directory is fsync'd so the rename itself is durable.
+ * A crash at any point leaves the previous file or the new one, never a mix.
+ *
+ * Reading trusts nothing: the whole file is checked (size, magic, version, XXH3-64 checksum)
+ * before the first record reaches the keyspace, and every length is bounds-checked, so a corrupt
+ * file stops the start with a precise message instead of loading half of it. */
+#include "rlimitd/snap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "rlimitd/swlog.h"
+
+#define HEADER_SIZE 32
+#define TRAILER_SIZE 17 /* end marker, record count, checksum */
+#define END_MARKER 0xFF
+#define WRITE_BUF (1 << 20)
+
+/* ---- encoding ---- */
+
+static void put_u64(struct rbuf *out, uint64_t v)
+{
+    unsigned char *p = (unsigned char *)rbuf_reserve(out, 8);
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+    out->len += 8;
+}
+
+static void put_varint(struct rbuf *out, uint64_t v)
+{
+    unsigned char *p = (unsigned char *)rbuf_reserve(out, 10);
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (unsigned char)v;
+    out->len += n;
+}
+
+void snap_encode(struct rbuf *out, const struct ks_record *r)
+{
+    unsigned char type = (unsigned char)r->type;
+    rbuf_append(out, &type, 1);
+    put_varint(out, r->klen);
+    rbuf_append(out, r->key, r->klen);
+    put_u64(out, (uint64_t)r->expire);
+    switch (r->type) {
+    case KS_GCRA:
+    case KS_INT:
+        put_u64(out, (uint64_t)r->i);
+        break;
+    case KS_RAW:
+        put_varint(out, r->len);
+        rbuf_append(out, r->p, r->len);
+        break;
+    case KS_SWLOG: {
+        /* Timestamps are sorted: the first in full, then small deltas. */
+        uint32_t n = r->log->len;
+        put_varint(out, n);
+        int64_t prev = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            int64_t t = swlog_at(r->log, i);
+            if (i == 0)
+                put_u64(out, (uint64_t)t);
+            else
+                put_varint(out, (uint64_t)(t - prev));
+            prev = t;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* ---- writing ---- */
+
+struct snap_writer {
+    int fd;
+    char *tmp;   /* temporary path */
+    char *final; /* dir/file */
+    char *dir;
+    XXH3_state_t *hash;
+    unsigned char *buf;
+    size_t used;
+    uint64_t records;
+};
+
+static void set_err(char *err, size_t errlen, const char *path, const char *what, int e)
+{
+    snprintf(err, errlen, "%s: %s%s%s", path, what, e ? ": " : "", e ? strerror(e) : "");
+}
+
+static char *join(const char *dir, const char *file, const char *suffix)
+{
+    size_t n = strlen(dir) + strlen(file) + strlen(suffix) + 2;
+    char *p = malloc(n);
+    if (p == NULL)
+        abort();
+    snprintf(p, n, "%s/%s%s", dir, file, suffix);
+    return p;
+}
+
+static void writer_free(struct snap_writer *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    XXH3_freeState(w->hash);
+    free(w->buf);
+    free(w->tmp);
+    free(w->final);
+    free(w->dir);
+    free(w);
+}
+
+static int drain(struct snap_writer *w, char *err, size_t errlen)
+{
+    size_t off = 0;
+    while (off < w->used) {
+        ssize_t n = write(w->fd, w->buf + off, w->used - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            set_err(err, errlen, w->tmp, "write", n < 0 ? errno : EIO);
+            return -1;
+        }
+        off += (size_t)n;
+    }
+    w->used = 0;
+    return 0;
+}
+
+static int emit(struct snap_writer *w, const void *p, size_t len, char *err, size_t errlen)
+{
+    XXH3_64bits_update(w->hash, p, len);
+    const unsigned char *src = p;
+    while (len > 0) {
+        size_t room = WRITE_BUF - w->used;
+        size_t n = len < room ? len : room;
+        memcpy(w->buf + w->used, src, n);
+        w->used += n;
+        src += n;
+        len -= n;
+        if (w->used == WRITE_BUF && drain(w, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+struct snap_writer *snap_writer_open(const char *dir, const char *file, int64_t created_ns,
+                                     char *err, size_t errlen)
+{
+    struct snap_writer *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        abort();
+    char suffix[48];
+    snprintf(suffix, sizeof(suffix), ".tmp-%ld", (long)getpid());
+    w->fd = -1;
+    w->tmp = join(dir, file, suffix);
+    w->final = join(dir, file, "");
+    w->dir = strdup(dir);
+    w->hash = XXH3_createState();
+    w->buf = malloc(WRITE_BUF);
+    if (w->dir == NULL || w->hash == NULL || w->buf == NULL)
+        abort();
+    XXH3_64bits_reset(w->hash);
+    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (w->fd < 0) {
+        set_err(err, errlen, w->tmp, "cannot create", errno);
+        writer_free(w);
+        return NULL;
+    }
+    struct rbuf h;
+    rbuf_init(&h);
+    rbuf_append(&h, SNAP_MAGIC, 8);
+    put_u64(&h, SNAP_VERSION); /* version (low 4 bytes) and flags 0 (high 4) */
+    put_u64(&h, (uint64_t)created_ns);
+    put_u64(&h, 0); /* reserved */
+    int rc = emit(w, h.p, h.len, err, errlen);
+    rbuf_free(&h);
+    if (rc != 0) {
+        snap_writer_abort(w);
+        return NULL;
+    }
+    return w;
+}
+
+int snap_writer_write(struct snap_writer *w, const void *p, size_t len, uint64_t count,
+                      char *err, size_t errlen)
+{
+    w->records += count;
+    return emit(w, p, len, err, errlen);
+}
+
+void snap_writer_abort(struct snap_writer *w)
+{
+    if (w->fd >= 0) {
+        close(w->fd);
+        w->fd = -1;
+    }
+    unlink(w->tmp);
+    writer_free(w);
+}
+
+int snap_writer_commit(struct snap_writer *w, char *err, size_t errlen)
+{
+    struct rbuf t;
+    rbuf_init(&t);
+    unsigned char marker = END_MARKER;
+    rbuf_append(&t, &marker, 1);
+    put_u64(&t, w->records);
+    int rc = emit(w, t.p, t.len, err, errlen);
+    t.len = 0;
+    if (rc == 0)
+        rc = drain(w, err, errlen);
+    if (rc == 0) {
+        /* The checksum covers everything before it, so it is not hashed itself. */
+        put_u64(&t, XXH3_64bits_digest(w->hash));
+        memcpy(w->buf, t.p, 8);
+        w->used = 8;
+        rc = drain(w, err, errlen);
+    }
+    rbuf_free(&t);
+    if (rc == 0 && fsync(w->fd) != 0) {
+        set_err(err, errlen, w->tmp, "fsync", errno);
+        rc = -1;
+    }
+    if (rc == 0 && close(w->fd) != 0) {
+        w->fd = -1;
+        set_err(err, errlen, w->tmp, "close", errno);
+        rc = -1;
+    }
+    w->fd = -1;
+    if (rc == 0 && rename(w->tmp, w->final) != 0) {
+        set_err(err, errlen, w->final, "rename", errno);
+        rc = -1;
+    }
+    if (rc != 0) {
+        snap_writer_abort(w);
+        return -1;
+    }
+    /* Make the rename durable: without this a crash could bring the old name back. */
+    int dfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || fsync(dfd) != 0) {
+        set_err(err, errlen, w->dir, "fsync directory", errno);
+        rc = -1;
+    }
+    if (dfd >= 0)
+        close(dfd);
+    writer_free(w);
+    return rc;
+}
+
+/* ---- reading ---- */
+
+struct cursor {
+    const unsigned char *p;
+    size_t off, end;
+};
+
+static int get_u64(struct cursor *c, uint64_t *v)
+{
+    if (c->end - c->off < 8)
+        return -1;
+    uint64_t x = 0;
+    for (int i = 0; i < 8; i++)
+        x |= (uint64_t)c->p[c->off + (size_t)i] << (8 * i);
+    c->off += 8;
+    *v = x;
+    return 0;
+}
+
+static int get_varint(struct cursor *c, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (c->off >= c->end)
+            return -1;
+        unsigned char b = c->p[c->off++];
+        x |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+#define FAIL(off_, ...)                                                                          \
+    do {                                                                                       \
+        char why_[200];                                                                        \
+        snprintf(why_, sizeof(why_), __VA_ARGS__);                                             \
+        snprintf(err, errlen, "%s: offset %zu: %s", path, (size_t)(off_), why_);               \
+        goto fail;                                                                             \
+    } while (0)
+
+int snap_read(const char *path, snap_record_fn cb, void *ud, struct snap_info *info, char *err,
+              size_t errlen)
+{
+    struct snap_info local;
+    if (info == NULL)
+        info = &local;
+    memset(info, 0, sizeof(*info));
+    int64_t *ts = NULL;
+    size_t ts_cap = 0;
+    const unsigned char *map = NULL;
+    size_t size = 0;
+
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 1;
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: stat: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    size = (size_t)st.st_size;
+    info->bytes = size;
+    if (size < HEADER_SIZE + TRAILER_SIZE) {
+        close(fd);
+        snprintf(err, errlen, "%s: offset 0: file too short to be a snapshot (%zu bytes)", path,
+                 size);
+        return -1;
+    }
+    /* PROT_READ + MAP_PRIVATE: the file cannot be changed through this mapping. */
+    map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
+        return -1;
+    }
+    struct cursor c = {map, 0, size};
+    if (memcmp(map, SNAP_MAGIC, 8) != 0)
+        FAIL(0, "bad magic: not an rlimitd snapshot");
+    c.off = 8;
+    uint64_t word;
+    get_u64(&c, &word);
+    info->version = (uint32_t)word;
+    if (info->version != SNAP_VERSION)
+        FAIL(8, "unsupported format version %u (this rlimitd reads version %u)", info->version,
+             SNAP_VERSION);
+    if ((word >> 32) != 0)
+        FAIL(12, "unknown flags 0x%x", (unsigned)(word >> 32));
+    get_u64(&c, &word);
+    info->created_ns = (int64_t)word;
+    c.off = HEADER_SIZE;
+
+    c.end = size - 8;
+    uint64_t want = XXH3_64bits(map, size - 8);
+    struct cursor tail = {map, size - 8, size};
+    uint64_t have;
+    get_u64(&tail, &have);
+    if (want != have)
+        FAIL(size - 8, "checksum mismatch: the file is corrupt or truncated");
+
+    /* First pass: structure and counts; second pass: hand the records over. */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && cb == NULL)
+            break;
+        c.off = HEADER_SIZE;
+        c.end = size - 8;
+        uint64_t n = 0;
+        for (;;) {
+            size_t at = c.off;
+            if (c.off >= c.end)
+                FAIL(at, "truncated: no end marker");
+            unsigned char type = map[c.off++];
+            if (type == END_MARKER)
+                break;
+            if (type < KS_GCRA || type > KS_SWLOG)
+                FAIL(at, "unknown record type %u", type);
+            struct ks_record r = {0};
+            r.type = (enum ks_type)type;
+            uint64_t klen, v;
+            if (get_varint(&c, &klen) != 0 || klen > c.end - c.off)
+                FAIL(at, "bad key length");
+            r.key = (const char *)map + c.off;
+            r.klen = (size_t)klen;
+            c.off += (size_t)klen;
+            if (get_u64(&c, &v) != 0)
+                FAIL(at, "truncated record");
+            r.expire = (int64_t)v;
+            if (type == KS_GCRA || type == KS_INT) {
+                if (get_u64(&c, &v) != 0)
+                    FAIL(at, "truncated record");
+                r.i = (int64_t)v;
+            } else if (type == KS_RAW) {
+                if (get_varint(&c, &v) != 0 || v > c.end - c.off)
+                    FAIL(at, "bad string length");
+                r.p = (const char *)map + c.off;
+                r.len = (size_t)v;
+                c.off += (size_t)v;
+            } else {
+                uint64_t count;
+                if (get_varint(&c, &count) != 0 || count == 0 || count > UINT32_MAX ||
+                    count > c.end - c.off)
+                    FAIL(at, "bad window log length");
+                if (pass == 1 && count > ts_cap) {
+                    free(ts);
+                    ts_cap = (size_t)count;
+                    ts = malloc(ts_cap * sizeof(*ts));
+                    if (ts == NULL)
+                        abort();
+                }
+                int64_t t = 0;
+                for (uint64_t i = 0; i < count; i++) {
+                    if (i == 0) {
+                        if (get_u64(&c, &v) != 0)
+                            FAIL(at, "truncated window log");
+                        t = (int64_t)v;
+                    } else {
+                        if (get_varint(&c, &v) != 0 || v > (uint64_t)INT64_MAX - (uint64_t)t)
+                            FAIL(at, "bad window log timestamp");
+                        t += (int64_t)v;
+                    }
+                    if (pass == 1)
+                        ts[i] = t;
+                }
+                r.ts = ts;
+                r.nts = (uint32_t)count;
+                if (pass == 0)
+                    info->timestamps += count;
+            }
+            n++;
+            if (pass == 0) {
+                info->by_type[type]++;
+            } else if (cb(ud, &r) != 0) {
+                FAIL(at, "record rejected (key %.*s)", (int)(r.klen > 64 ? 64 : r.klen), r.key);
+            }
+        }
+        uint64_t count;
+        if (get_u64(&c, &count) != 0)
+            FAIL(c.off, "truncated trailer");
+        if (c.off != size - 8)
+            FAIL(c.off, "unexpected bytes after the trailer");
+        if (count != n)
+            FAIL(c.off - 8, "record count %llu does not match the %llu records found",
+                 (unsigned long long)count, (unsigned long long)n);
+        info->records = n;
+    }
+    free(ts);
+    munmap((void *)map, size);
+    return 0;
+
+fail:
+    free(ts);
+    munmap((void *)map, size);
+    return -1;
+}
