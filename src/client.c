@@ -36,15 +36,6 @@ static void on_close(uv_handle_t *h)
     struct client *c = h->data;
     struct server *srv = c->thread->srv;
 
-    pthread_mutex_lock(&srv->registry_lock);
-    if (c->gprev != NULL)
-        c->gprev->gnext = c->gnext;
-    else
-        srv->registry = c->gnext;
-    if (c->gnext != NULL)
-        c->gnext->gprev = c->gprev;
-    pthread_mutex_unlock(&srv->registry_lock);
-
     if (c->tprev != NULL)
         c->tprev->tnext = c->tnext;
     else
@@ -52,7 +43,6 @@ static void on_close(uv_handle_t *h)
     if (c->tnext != NULL)
         c->tnext->tprev = c->tprev;
 
-    atomic_fetch_sub(&srv->nclients, 1);
     /* Shutting down: the last client gone ends the grace timer, so the loop can finish. Only
      * once the thread has handled the stop (t->stopped): before that the cron timer is not the
      * grace timer yet, and the wake-up handler closes it itself when no client is left. Closing
@@ -73,6 +63,19 @@ void client_close(struct client *c)
         return;
     c->state = CLIENT_CLOSING;
     stop_reading(c);
+    /* Gone from CLIENT LIST and from the maxclients count at once, not a loop turn later. The
+     * struct itself lives until the close callback. */
+    struct server *srv = c->thread->srv;
+    pthread_mutex_lock(&srv->registry_lock);
+    if (c->gprev != NULL)
+        c->gprev->gnext = c->gnext;
+    else
+        srv->registry = c->gnext;
+    if (c->gnext != NULL)
+        c->gnext->gprev = c->gprev;
+    c->gprev = c->gnext = NULL;
+    pthread_mutex_unlock(&srv->registry_lock);
+    atomic_fetch_sub(&srv->nclients, 1);
     uv_close(&c->h.handle, on_close);
 }
 
@@ -200,6 +203,21 @@ static void flush(struct client *c)
     c->writing = 1;
 }
 
+/* Publishes this connection's buffer figures for CLIENT LIST on other threads. */
+static void publish(struct client *c)
+{
+    size_t in = resp_buffered(c->resp), cap = resp_capacity(c->resp);
+    atomic_store_explicit(&c->qbuf, in, memory_order_relaxed);
+    atomic_store_explicit(&c->qbuf_free, cap > in ? cap - in : 0, memory_order_relaxed);
+    atomic_store_explicit(&c->rbs, c->out.cap, memory_order_relaxed);
+    atomic_store_explicit(&c->obl, c->out.len, memory_order_relaxed);
+    atomic_store_explicit(&c->oll, (size_t)(c->writing ? 1 : 0), memory_order_relaxed);
+    atomic_store_explicit(&c->omem, c->inflight.len, memory_order_relaxed);
+    atomic_store_explicit(&c->tot_mem,
+                          sizeof(*c) + resp_memory(c->resp) + c->out.cap + c->inflight.cap,
+                          memory_order_relaxed);
+}
+
 /* Runs every complete command buffered, then flushes once. */
 static void process(struct client *c)
 {
@@ -230,6 +248,7 @@ static void process(struct client *c)
             client_close(c);
     }
     flush(c);
+    publish(c);
     /* Reading again after a pause was released in on_write. */
     if (c->state == CLIENT_ACTIVE && !c->reading)
         start_reading(c);
@@ -298,6 +317,7 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
     struct resp_limits lim = current_limits(srv);
     c->resp = resp_create(&lim);
     uv_fileno(&c->h.handle, &c->fd);
+    c->session.peer = c->addr;
 
     if (is_unix) {
         size_t len = sizeof(c->laddr);
@@ -346,6 +366,7 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
         return;
     }
     c->state = CLIENT_ACTIVE;
+    publish(c);
     start_reading(c);
 }
 
@@ -359,14 +380,27 @@ void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_m
     int last_cmd = __atomic_load_n(&s->last_cmd, __ATOMIC_RELAXED);
     const char *cmd = last_cmd >= 0 ? cmd_name(last_cmd) : "NULL";
     unsigned flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
-    char line[1024];
+    int multi = __atomic_load_n(&s->multi_count, __ATOMIC_RELAXED);
+    size_t multi_mem = __atomic_load_n(&s->multi_mem, __ATOMIC_RELAXED);
+    size_t oll = atomic_load_explicit(&c->oll, memory_order_relaxed);
+    char line[1280];
+    /* Redis 7's fields in Redis's order; we have no pub/sub, so those counts are really 0. */
     int n = snprintf(line, sizeof(line),
                      "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
-                     "multi=%d cmd=%s user=default resp=2 lib-name=%s lib-ver=%s\n",
+                     "sub=0 psub=0 ssub=0 multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 "
+                     "multi-mem=%zu rbs=%zu rbp=%zu obl=%zu oll=%zu omem=%zu tot-mem=%zu "
+                     "events=%s cmd=%s user=default redir=-1 resp=2 lib-name=%s lib-ver=%s\n",
                      (unsigned long long)s->id, c->addr, c->laddr, c->fd,
                      s->name != NULL ? s->name : "", (long long)age, (long long)idle,
-                     (flags & SESSION_IN_MULTI) ? "x" : "N", (flags & SESSION_IN_MULTI) ? 0 : -1,
-                     cmd, s->lib_name != NULL ? s->lib_name : "",
+                     (flags & SESSION_IN_MULTI) ? "x" : "N", multi,
+                     atomic_load_explicit(&c->qbuf, memory_order_relaxed),
+                     atomic_load_explicit(&c->qbuf_free, memory_order_relaxed), multi_mem,
+                     atomic_load_explicit(&c->rbs, memory_order_relaxed),
+                     atomic_load_explicit(&c->rbs, memory_order_relaxed),
+                     atomic_load_explicit(&c->obl, memory_order_relaxed), oll,
+                     atomic_load_explicit(&c->omem, memory_order_relaxed),
+                     atomic_load_explicit(&c->tot_mem, memory_order_relaxed),
+                     oll ? "rw" : "r", cmd, s->lib_name != NULL ? s->lib_name : "",
                      s->lib_ver != NULL ? s->lib_ver : "");
     if (n > 0)
         rbuf_append(out, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);

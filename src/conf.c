@@ -146,6 +146,7 @@ static const struct directive table[] = {
     INT("slowlog-max-len", F_LIVE, slowlog_max_len, "128", 0, 1000000, "slow log entries kept"),
     PSEUDO("save", T_STRING, "", "Redis RDB schedule: always empty, see save-interval"),
     PSEUDO("appendonly", T_BOOL, "no", "Redis AOF: always no"),
+    PSEUDO("databases", T_INT, "1", "Redis databases: always 1 (only db 0 exists)"),
 };
 
 #define NROWS (sizeof(table) / sizeof(table[0]))

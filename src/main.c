@@ -180,7 +180,7 @@ int main(int argc, char **argv)
         log_warning("The file was left untouched. Move it away (or fix it) to start.");
         rc = 1;
     } else {
-        rc = server_run(&conf, ks, persist);
+        rc = server_run(&conf, config_file, ks, persist);
     }
     persist_destroy(&persist);
     ks_destroy(&ks);

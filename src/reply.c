@@ -38,20 +38,54 @@ char *rbuf_reserve(struct rbuf *b, size_t n)
     return b->p + b->len;
 }
 
+/* rbuf_reserve for the hot path: a warm buffer has room, so only compare; growing stays out of
+ * line. */
+static inline char *reserve(struct rbuf *b, size_t n)
+{
+    if (__builtin_expect(b->cap - b->len >= n, 1))
+        return b->p + b->len;
+    return rbuf_reserve(b, n);
+}
+
 void rbuf_append(struct rbuf *b, const void *p, size_t n)
 {
     if (n == 0)
         return; /* p may be NULL then (an empty rbuf), and memcpy must not see it */
-    memcpy(rbuf_reserve(b, n), p, n);
+    memcpy(reserve(b, n), p, n);
     b->len += n;
 }
 
-/* "<prefix><integer>\r\n", the shape of :n, *n and $n headers. */
+/* "<prefix><integer>\r\n", the shape of :n, *n and $n headers. Most integers a limiter sends
+ * are small (CL.THROTTLE's limit, remaining and seconds, -1 for "no retry", array and bulk
+ * lengths): those are written without the general formatter's loop. */
 static void prefixed_int(struct rbuf *b, char prefix, int64_t v)
 {
-    char *p = rbuf_reserve(b, 24);
+    char *p = reserve(b, 24);
+    size_t n;
+
     p[0] = prefix;
-    size_t n = util_fmt_i64(p + 1, v);
+    if (v >= 0 && v < 1000) {
+        unsigned u = (unsigned)v;
+        if (u < 10) {
+            p[1] = (char)('0' + u);
+            n = 1;
+        } else if (u < 100) {
+            p[1] = (char)('0' + u / 10);
+            p[2] = (char)('0' + u % 10);
+            n = 2;
+        } else {
+            p[1] = (char)('0' + u / 100);
+            p[2] = (char)('0' + u / 10 % 10);
+            p[3] = (char)('0' + u % 10);
+            n = 3;
+        }
+    } else if (v == -1) {
+        p[1] = '-';
+        p[2] = '1';
+        n = 2;
+    } else {
+        n = util_fmt_i64(p + 1, v);
+    }
     p[n + 1] = '\r';
     p[n + 2] = '\n';
     b->len += n + 3;
@@ -72,7 +106,7 @@ void reply_simple(struct rbuf *b, const char *s)
 void reply_error(struct rbuf *b, const char *msg)
 {
     size_t n = strlen(msg);
-    char *p = rbuf_reserve(b, n + 3);
+    char *p = reserve(b, n + 3);
     p[0] = '-';
     /* A CR or LF inside an error would end the line early and desync the client. */
     for (size_t i = 0; i < n; i++)
@@ -105,7 +139,7 @@ void reply_int(struct rbuf *b, int64_t v)
 void reply_bulk(struct rbuf *b, const char *p, size_t n)
 {
     prefixed_int(b, '$', (int64_t)n);
-    char *d = rbuf_reserve(b, n + 2);
+    char *d = reserve(b, n + 2);
     memcpy(d, p, n);
     d[n] = '\r';
     d[n + 1] = '\n';

@@ -62,6 +62,8 @@ struct client {
     int reading;          /* uv_read_start is in effect */
     _Atomic int kill;     /* set by CLIENT KILL from any thread */
     unsigned config_gen;
+    /* CLIENT LIST figures, written by the owning thread after each batch, read by any thread. */
+    _Atomic size_t qbuf, qbuf_free, rbs, obl, oll, omem, tot_mem;
     char addr[128];       /* peer "ip:port", or "path:0" for the unix socket */
     char laddr[110];      /* local "ip:port" or the socket path */
     int fd;
@@ -82,6 +84,7 @@ struct server {
     struct client *registry;
     _Atomic int stopping;
     struct persist *persist;
+    const char *config_file;        /* re-read on SIGHUP; NULL without -c */
     int final_save;                 /* 0 after SHUTDOWN NOSAVE */
     int tcp_fds[16][CONF_MAX_BIND]; /* per thread, per address: SO_REUSEPORT sockets */
     int ntcp;                       /* addresses bound */

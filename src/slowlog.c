@@ -32,6 +32,7 @@ struct sl_entry {
     size_t *lens;
     char *name; /* client name, "" if none */
     size_t name_len;
+    char *addr; /* client "ip:port" */
 };
 
 struct slowlog {
@@ -144,9 +145,11 @@ static struct sl_entry *make_entry(int64_t now, int64_t dur_us, int argc, char *
         bytes += shown_arg(argc, argv, lens, kept, i, buf, &p) + 1;
     const char *name = s != NULL && s->name != NULL ? s->name : "";
     size_t name_len = strlen(name);
+    const char *addr = s != NULL && s->peer != NULL ? s->peer : "";
+    size_t addr_len = strlen(addr);
     size_t head =
         sizeof(struct sl_entry) + sizeof(char *) * (size_t)kept + sizeof(size_t) * (size_t)kept;
-    struct sl_entry *e = malloc(head + bytes + name_len + 1);
+    struct sl_entry *e = malloc(head + bytes + name_len + 1 + addr_len + 1);
     if (e == NULL)
         abort();
     e->time_s = now / 1000000000;
@@ -166,6 +169,9 @@ static struct sl_entry *make_entry(int64_t now, int64_t dur_us, int argc, char *
     memcpy(d, name, name_len + 1);
     e->name = d;
     e->name_len = name_len;
+    d += name_len + 1;
+    memcpy(d, addr, addr_len + 1);
+    e->addr = d;
     return e;
 }
 
@@ -231,8 +237,7 @@ static void reply_entries(struct slowlog *sl, struct rbuf *out, int64_t count)
         reply_array(out, e->argc);
         for (int i = 0; i < e->argc; i++)
             reply_bulk(out, e->argv[i], e->lens[i]);
-        /* The command layer does not know the peer address (client.c does). */
-        reply_bulk(out, "", 0);
+        reply_bulk_cstr(out, e->addr);
         reply_bulk(out, e->name, e->name_len);
     }
     pthread_mutex_unlock(&sl->lock);

@@ -37,6 +37,9 @@ struct session {
     int64_t last_mono_ns; /* monotonic time of the last command (idle timeout, CLIENT LIST) */
     int last_cmd;         /* index in the command table, -1 before any */
     struct scratch *scratch; /* reusable key arrays (cmd.c), so warm commands do not malloc */
+    const char *peer;     /* "ip:port" of the client (owned by the connection), for SLOWLOG */
+    size_t multi_mem;     /* bytes of the commands queued in MULTI (CLIENT LIST) */
+    int multi_count;      /* commands queued in MULTI, -1 outside MULTI (CLIENT LIST) */
 };
 
 /* Services of the layers above, provided by server.c. Any may be NULL (tests, fuzz). */

@@ -65,6 +65,11 @@ enum resp_status resp_next(struct resp *r, struct resp_cmd *cmd);
  * error. Printable ASCII only, so it can go into an error reply as is. */
 const char *resp_error(const struct resp *r);
 
+/* CLIENT LIST figures: the input buffer's capacity, and all memory the parser holds (input
+ * buffer, argument arena and vectors). */
+size_t resp_capacity(const struct resp *r);
+size_t resp_memory(const struct resp *r);
+
 /* Bytes currently buffered (unparsed input plus the part of the current command already handed
  * to hiredis), for CLIENT LIST's qbuf and the query buffer limit. */
 size_t resp_buffered(const struct resp *r);

@@ -157,6 +157,7 @@ static const struct {
     {"slowlog-max-len", "128"},
     {"save", ""},
     {"appendonly", "no"},
+    {"databases", "1"},
 };
 #define NDEFAULTS (int)(sizeof defaults / sizeof defaults[0])
 

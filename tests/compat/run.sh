@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# run.sh - every client/tool compatibility test against the real rlimitd (issue 4).
+#
+# Installs what the tests need (Debian packages with apt-get, ioredis with npm into
+# tests/compat/node_modules), builds rlimitd into build-compat unless $RLIMITD names a binary,
+# runs each test script, and ends with the total `N passed, N failed` (", N skipped" for the
+# known gaps listed in known_failures.txt). Exits non-zero if anything failed.
+#
+#   bash tests/compat/run.sh                  # all
+#   bash tests/compat/run.sh redis_cli.sh     # some
+set -euo pipefail
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+export DEBIAN_FRONTEND=noninteractive
+
+# ---- dependencies ----
+# command or file -> Debian package
+declare -A NEED=(
+    [/usr/bin/python3]=python3
+    [/usr/lib/python3/dist-packages/redis/__init__.py]=python3-redis
+    [redis-cli]=redis-tools
+    [redis-benchmark]=redis-tools
+    [prometheus-redis-exporter]=prometheus-redis-exporter
+    [systemd-analyze]=systemd
+    [scdoc]=scdoc
+    [tmux]=tmux
+    [curl]=curl
+    [man]=man-db
+    [col]=bsdextrautils
+    [node]=nodejs
+    [npm]=npm
+    [meson]=meson
+    [ninja]=ninja-build
+    [pkg-config]=pkg-config
+    [cc]=gcc
+    [/usr/include/uv.h]=libuv1-dev
+    [/usr/include/hiredis/hiredis.h]=libhiredis-dev
+    [/usr/include/xxhash.h]=libxxhash-dev
+)
+missing=()
+for what in "${!NEED[@]}"; do
+    if [[ "$what" == /* ]]; then
+        [[ -e "$what" ]] && continue
+    else
+        command -v "$what" >/dev/null 2>&1 && continue
+    fi
+    missing+=("${NEED[$what]}")
+done
+if ((${#missing[@]} > 0)); then
+    mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+    echo "run.sh: installing ${missing[*]}"
+    SUDO=""
+    if [[ "$(id -u)" != 0 ]]; then
+        SUDO=sudo
+    fi
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-confdef \
+        -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
+fi
+
+# The client package the brief names: ioredis 5 from npm, local to this folder, never saved.
+if [[ ! -f "$HERE/node_modules/ioredis/package.json" ]]; then
+    echo "run.sh: npm install ioredis@5 into tests/compat/node_modules"
+    mkdir -p "$HERE/node_modules"
+    timeout 600 npm install --prefix "$HERE" --no-save --no-package-lock --no-audit --no-fund \
+        --loglevel=error ioredis@5
+fi
+
+# ---- the daemon ----
+if [[ -z "${RLIMITD:-}" ]]; then
+    if [[ ! -f "$ROOT/build-compat/build.ninja" ]]; then
+        meson setup "$ROOT/build-compat" "$ROOT" -Dtests=false >/dev/null
+    fi
+    ninja -C "$ROOT/build-compat" rlimitd >/dev/null
+    export RLIMITD="$ROOT/build-compat/rlimitd"
+fi
+# The scripts run from other directories: make the path absolute.
+export RLIMITD="$(realpath "$RLIMITD")"
+echo "run.sh: testing $RLIMITD ($("$RLIMITD" --version))"
+
+# ---- the tests ----
+ALL=(test_redis_py.py test_commands.py raw_clients.py ioredis.test.js redis_cli.sh
+    redis_benchmark.sh exporter.sh systemd.sh)
+if (($# > 0)); then
+    ALL=("$@")
+fi
+
+passed=0
+failed=0
+skipped=0
+summary=()
+for t in "${ALL[@]}"; do
+    case "$t" in
+    *.py) runner=(/usr/bin/python3) ;;
+    *.js) runner=(node) ;;
+    *.sh) runner=(bash) ;;
+    *)
+        echo "run.sh: unknown test $t" >&2
+        exit 2
+        ;;
+    esac
+    echo "=== $t"
+    log="$(mktemp)"
+    rc=0
+    timeout 900 "${runner[@]}" "$HERE/$t" 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
+    last="$(tail -1 "$log")"
+    rm -f "$log"
+    if [[ "$last" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed(,\ ([0-9]+)\ skipped)?$ ]]; then
+        p=${BASH_REMATCH[1]}
+        f=${BASH_REMATCH[2]}
+        s=${BASH_REMATCH[4]:-0}
+        if ((rc != 0 && f == 0)); then
+            f=1 # exited non-zero without saying why: count it
+        fi
+    else
+        p=0
+        f=1
+        s=0
+        echo "run.sh: $t ended without a summary line (exit $rc)"
+    fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+    skipped=$((skipped + s))
+    summary+=("$(printf '%-22s %4d passed, %d failed, %d skipped' "$t" "$p" "$f" "$s")")
+done
+
+echo "=== summary"
+printf '%s\n' "${summary[@]}"
+tail=""
+if ((skipped > 0)); then
+    tail=", $skipped skipped"
+fi
+echo "$passed passed, $failed failed$tail"
+((failed == 0))
