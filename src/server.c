@@ -25,9 +25,10 @@
 
 /* ---- listening sockets ---- */
 
-/* Opens one listening socket on addr:port with SO_REUSEPORT, so every thread can have its own
- * and the kernel spreads connections. Returns the fd, or -errno. */
-static int open_listener(const char *addr, int port)
+/* Opens one listening socket on addr:port. With reuseport (the normal case) every thread can
+ * have its own and the kernel spreads connections; without it (the probe) the bind fails if
+ * anything already listens there. Returns the fd, or -errno. */
+static int open_listener(const char *addr, int port, int reuseport)
 {
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof(ss));
@@ -51,7 +52,8 @@ static int open_listener(const char *addr, int port)
         return -errno;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    if (reuseport)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
     if (family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
     if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, BACKLOG) != 0) {
@@ -76,8 +78,19 @@ static int bind_all(struct server *srv)
         if (optional)
             addr++;
         int ok = 1;
+        /* SO_REUSEPORT would let a second rlimitd (same user) join this port and split the
+         * traffic, silently doubling every limit. A plain bind first fails if anything listens
+         * there already; the window between its close and our binds is microseconds at start. */
+        int probe = open_listener(addr, (int)c->port, 0);
+        if (probe >= 0) {
+            close(probe);
+        } else if (!(optional && (probe == -EADDRNOTAVAIL || probe == -EAFNOSUPPORT))) {
+            log_warning("Could not create server TCP listening socket %s:%lld: %s", addr,
+                        (long long)c->port, strerror(-probe));
+            return -1;
+        }
         for (int t = 0; t < srv->nthreads; t++) {
-            int fd = open_listener(addr, (int)c->port);
+            int fd = open_listener(addr, (int)c->port, 1);
             if (fd < 0) {
                 for (int u = 0; u < t; u++)
                     close(srv->tcp_fds[u][srv->ntcp]);

@@ -238,12 +238,17 @@ int snap_writer_commit(struct snap_writer *w, char *err, size_t errlen)
         set_err(err, errlen, w->tmp, "fsync", errno);
         rc = -1;
     }
-    if (rc == 0 && close(w->fd) != 0) {
+    if (rc == 0) {
+        /* After close(), even a failed one, the descriptor is gone: never close it twice. */
+        int closed = close(w->fd);
+        int e = errno;
         w->fd = -1;
-        set_err(err, errlen, w->tmp, "close", errno);
-        rc = -1;
+        if (closed != 0) {
+            set_err(err, errlen, w->tmp, "close", e);
+            rc = -1;
+        }
     }
-    w->fd = -1;
+    /* On failure w->fd may still be open here; snap_writer_abort closes and unlinks. */
     if (rc == 0 && rename(w->tmp, w->final) != 0) {
         set_err(err, errlen, w->final, "rename", errno);
         rc = -1;
