@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Keeps the module layering of docs/DESIGN.md true by checking #include lines:
+#   net (server.c, client.c) -> resp -> cmd -> keyspace (+ gcra, swlog) ; persist/snap read the
+#   keyspace; the limiter core includes no libuv, no hiredis, nothing above it.
+# Prints each violation and a final "N passed, N failed" line; exits 1 on any violation.
+set -euo pipefail
+root=${1:-$(dirname "$0")/..}
+cd "$root/src"
+pass=0
+fail=0
+
+# check FILE PATTERN WHY: FILE must not include anything matching PATTERN.
+check() {
+    local file=$1 pattern=$2 why=$3 hits
+    hits=$(grep -nE "^#include [<\"]($pattern)" "$file" || true)
+    if [[ -n "$hits" ]]; then
+        echo "layering: $file: $why"
+        echo "$hits" | sed 's/^/    /'
+        fail=$((fail + 1))
+    else
+        pass=$((pass + 1))
+    fi
+}
+
+upper='uv\.h|hiredis|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats)\.h|cmd_internal\.h|server_internal\.h|slowlog\.h'
+for f in gcra.c swlog.c keyspace.c hash.c clock.c util.c; do
+    check "$f" "$upper" "the limiter core must not include I/O, protocol or anything above it"
+done
+for f in resp.c reply.c; do
+    check "$f" 'uv\.h|rlimitd/(cmd|server|keyspace|persist|snap)\.h|cmd_internal\.h|server_internal\.h' \
+        "the protocol layer must not reach the command layer, the keyspace or the network"
+done
+for f in cmd.c cmd_*.c slowlog.c; do
+    check "$f" 'uv\.h|hiredis|rlimitd/(resp|server|persist|snap)\.h|server_internal\.h' \
+        "commands reach the network and persistence only through struct server_hooks"
+done
+for f in snap.c persist.c; do
+    check "$f" 'uv\.h|hiredis|rlimitd/(resp|cmd|server)\.h|cmd_internal\.h|server_internal\.h' \
+        "persistence must not depend on the network or the command layer"
+done
+echo "layering: $pass passed, $fail failed"
+[[ $fail -eq 0 ]]
