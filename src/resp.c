@@ -1,25 +1,25 @@
-/* resp.c - request parsing: a frame scanner for multibulk requests, plus inline commands
- * (resp.h, DESIGN.md "Hot path", SPEC 1 and 7).
+/* resp.c - request parsing: a frame scanner in front of hiredis's redisReader, plus inline
+ * commands (resp.h, DESIGN.md "Hot path", SPEC 1 and 7).
  *
  * Bytes flow through three places:
  *
- *   in[cmd_start, head)  scanned bytes of the current multibulk command (none between commands)
- *   in[head, tail)       received, not yet scanned (a partial header, a partial inline line, or
- *                        pipelined commands the caller has not pulled yet)
- *   arena                the arguments of the last command returned, NUL terminated
+ *   in[head, tail)   received, not yet scanned (a partial header, a partial inline line, or
+ *                    pipelined commands the caller has not pulled yet)
+ *   hiredis buffer   scanned bytes of the current multibulk command (cmd_fed of them)
+ *   arena            the arguments of the last command returned, NUL terminated
  *
- * The scanner sees every header first, so limits are enforced before a payload is buffered, and
- * it rejects nested arrays, integers and nils (STYLE.md "hi": hiredis's reader has no limits of
- * its own). It records where each argument's payload lies; when the command is complete the
- * arguments are copied into the arena, so they stay valid while resp_input_space moves bytes.
- * Inline commands can sit between multibulk ones in a pipeline.
+ * The scanner exists because hiredis 0.14 has no limits of its own: it would buffer any
+ * "$<len>" payload and accept nested arrays, integers and nils. The scanner sees every header
+ * first, so limits are enforced before a payload is buffered, and it only hands hiredis bytes it
+ * has validated. It also knows where each command ends, so hiredis is given exactly one command
+ * at a time (lockstep: one redisReaderGetReply, one reply, per complete command) and inline
+ * commands, which hiredis refuses, can sit between multibulk ones in a pipeline.
  *
- * Earlier versions handed the scanned bytes to hiredis's redisReader to build the argument
- * vector. The scanner had already parsed every header, so that parsed each command twice and
- * copied it twice; without it a CL.THROTTLE costs about 40% fewer instructions in this file
- * (docs/PERFORMANCE.md). */
+ * hiredis compacts its buffer inside redisReaderGetReply, so our createString callback copies
+ * each argument into the arena rather than keeping pointers into the reader. */
 #include "rlimitd/resp.h"
 
+#include <hiredis/read.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -69,18 +69,19 @@ struct resp {
     size_t nargs;       /* elements the current multibulk declared */
     size_t idx;         /* element being scanned */
     size_t bulk_left;   /* payload bytes of element idx not yet scanned */
-    size_t cmd_start;   /* offset in in[] of the current multibulk command (not SCAN_IDLE) */
+    size_t cmd_fed;     /* bytes of the current multibulk already given to hiredis */
     size_t cmd_payload; /* sum of its bulk lengths: sizes the arena */
     size_t line_seen;   /* bytes of a partial inline line already searched for '\n' */
+
+    redisReader *reader;
 
     char *arena;
     size_t arena_cap;
     size_t arena_used;
     char **argv;
     size_t *lens;
-    size_t *offs; /* multibulk: payload offset of each element, from cmd_start */
     size_t argv_cap;
-    size_t filled; /* arguments stored so far */
+    size_t filled; /* arguments the reader callbacks have stored so far */
 
     int failed;
     char err[160];
@@ -99,7 +100,7 @@ static void *xrealloc(void *p, size_t n)
 
 static int limits_valid(const struct resp_limits *lim)
 {
-    /* argc reaches the caller as an int. */
+    /* max_args reaches hiredis's createArray as an int. */
     return lim != NULL && lim->query_buf > 0 && lim->max_args > 0 && lim->max_args <= INT_MAX;
 }
 
@@ -131,7 +132,6 @@ static void grow_argv(struct resp *r, size_t need)
         cap *= 2;
     r->argv = xrealloc(r->argv, cap * sizeof(*r->argv));
     r->lens = xrealloc(r->lens, cap * sizeof(*r->lens));
-    r->offs = xrealloc(r->offs, cap * sizeof(*r->offs));
     r->argv_cap = cap;
 }
 
@@ -157,10 +157,70 @@ static void trim_arena(struct resp *r)
     if (r->argv_cap > ARGV_KEEP) {
         r->argv = xrealloc(r->argv, ARGV_KEEP * sizeof(*r->argv));
         r->lens = xrealloc(r->lens, ARGV_KEEP * sizeof(*r->lens));
-        r->offs = xrealloc(r->offs, ARGV_KEEP * sizeof(*r->offs));
         r->argv_cap = ARGV_KEEP;
     }
 }
+
+/* ---- hiredis callbacks ---------------------------------------------------------------------
+ * The reader only ever sees what the scanner validated: one array of r->nargs bulk strings. The
+ * checks below are the second line of defence; a NULL return makes the reader fail, which
+ * build_argv reports as a protocol error instead of trusting a reply we did not expect.
+ * Returned objects are just r: the arguments live in the arena, nothing is owned. */
+
+static void *on_string(const redisReadTask *task, char *s, size_t len)
+{
+    struct resp *r = task->privdata;
+
+    if (task->type != REDIS_REPLY_STRING || task->parent == NULL || task->parent->parent != NULL ||
+        task->parent->obj != r || task->idx < 0 || (size_t)task->idx != r->filled ||
+        r->filled >= r->nargs || len >= r->arena_cap - r->arena_used)
+        return NULL;
+
+    char *dst = r->arena + r->arena_used;
+    memcpy(dst, s, len);
+    dst[len] = '\0';
+    r->argv[r->filled] = dst;
+    r->lens[r->filled] = len;
+    r->arena_used += len + 1;
+    r->filled++;
+    return r;
+}
+
+static void *on_array(const redisReadTask *task, int elements)
+{
+    struct resp *r = task->privdata;
+
+    if (task->parent != NULL || elements < 0 || (size_t)elements != r->nargs)
+        return NULL;
+    return r;
+}
+
+static void *on_integer(const redisReadTask *task, long long v)
+{
+    (void)task;
+    (void)v;
+    return NULL;
+}
+
+static void *on_nil(const redisReadTask *task)
+{
+    (void)task;
+    return NULL;
+}
+
+static void on_free(void *obj)
+{
+    (void)obj; /* nothing to free: objects are the struct resp itself */
+}
+
+/* hiredis keeps a pointer to this, so it must outlive every reader. */
+static redisReplyObjectFunctions reader_fns = {
+    .createString = on_string,
+    .createArray = on_array,
+    .createInteger = on_integer,
+    .createNil = on_nil,
+    .freeObject = on_free,
+};
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
@@ -177,6 +237,13 @@ struct resp *resp_create(const struct resp_limits *lim)
     r->st = SCAN_IDLE;
     ensure_arena(r, ARENA_INIT);
     ensure_argv(r, ARGV_INIT);
+
+    r->reader = redisReaderCreateWithFunctions(&reader_fns);
+    if (r->reader == NULL) {
+        fprintf(stderr, "rlimitd: out of memory creating a request reader\n");
+        abort();
+    }
+    r->reader->privdata = r; /* copied into every read task */
     return r;
 }
 
@@ -186,11 +253,11 @@ void resp_destroy(struct resp **rp)
 
     if (r == NULL)
         return;
+    redisReaderFree(r->reader);
     free(r->in);
     free(r->arena);
     free(r->argv);
     free(r->lens);
-    free(r->offs);
     free(r);
     *rp = NULL;
 }
@@ -205,12 +272,6 @@ void resp_set_limits(struct resp *r, const struct resp_limits *lim)
 
 /* ---- input buffer --------------------------------------------------------------------------- */
 
-/* Where the bytes still needed start: the current multibulk command, or the unscanned input. */
-static size_t keep_from(const struct resp *r)
-{
-    return r->st == SCAN_IDLE ? r->head : r->cmd_start;
-}
-
 size_t resp_capacity(const struct resp *r)
 {
     return r->in_cap;
@@ -224,28 +285,24 @@ size_t resp_memory(const struct resp *r)
 
 size_t resp_buffered(const struct resp *r)
 {
-    return r->tail - keep_from(r);
+    return (r->tail - r->head) + r->cmd_fed;
 }
 
 void resp_input_space(struct resp *r, char **buf, size_t *len)
 {
-    size_t keep = keep_from(r);
-    size_t held = r->tail - keep;
+    size_t unscanned = r->tail - r->head;
+    size_t held = unscanned + r->cmd_fed;
     size_t room = held < r->lim.query_buf ? r->lim.query_buf - held : 0;
 
-    /* Bytes before keep are done with; what is left is usually a partial header, or the part of
-     * a command that has arrived. Offsets into the command (offs[]) are relative to cmd_start,
-     * so they survive the move; a returned command was copied into the arena. */
-    if (keep > 0) {
-        memmove(r->in, r->in + keep, held);
-        r->head -= keep;
-        if (r->st != SCAN_IDLE)
-            r->cmd_start = 0;
-        r->tail = held;
+    /* Scanned bytes are gone (hiredis or skipped); what is left is usually a partial header. */
+    if (r->head > 0) {
+        memmove(r->in, r->in + r->head, unscanned);
+        r->head = 0;
+        r->tail = unscanned;
     }
-    /* Only a big command, a long inline line or an unpulled pipeline grows the buffer; once it
-     * has been consumed, give the memory back. */
-    if (held == 0 && r->in_cap > IN_INIT) {
+    /* Only a long inline line or an unpulled pipeline grows the buffer; once it has been
+     * consumed, give the memory back. */
+    if (unscanned == 0 && r->in_cap > IN_INIT) {
         r->in = xrealloc(r->in, IN_INIT);
         r->in_cap = IN_INIT;
     }
@@ -286,7 +343,9 @@ enum hdr {
 /* Reads "<type byte><integer>\r\n" at p (p[0] already checked by the caller), parsing the
  * integer as it goes (this runs for every argument). The integer is strict like Redis's
  * string2ll: optional '-', no '+', no leading zeros, no "-0", no overflow. A byte that cannot
- * belong to the line is reported as soon as it arrives instead of after HDR_MAX bytes. */
+ * belong to the line is reported as soon as it arrives instead of after HDR_MAX bytes; it also
+ * guarantees that hiredis, which looks for the first CRLF and parses leniently, reads the same
+ * line and the same number. */
 static enum hdr read_header(const char *p, const char *end, int64_t *val, size_t *hdr_len)
 {
     size_t avail = (size_t)(end - p);
@@ -345,8 +404,9 @@ static int element_fits(const struct resp *r, size_t so_far, size_t hl, uint64_t
     return so_far <= limit && hl + 2 <= limit - so_far && len <= limit - so_far - hl - 2;
 }
 
-/* Advances over in[head, tail) for the current multibulk command, recording where each payload
- * lies. Scanned bytes stay in the buffer (from cmd_start) until the command is complete. */
+/* Advances over in[head, tail) for the current multibulk command. Bytes scanned are handed to
+ * the reader and dropped from our buffer on return (except for an empty command, which hiredis
+ * must never see: it would produce a reply we do not pull, breaking the lockstep). */
 static enum step scan(struct resp *r)
 {
     const char *start = r->in + r->head;
@@ -404,13 +464,9 @@ static enum step scan(struct resp *r)
             if ((uint64_t)v > r->lim.max_bulk)
                 return fail(r, "bulk length %lld exceeds proto-max-bulk-len %zu", (long long)v,
                             r->lim.max_bulk);
-            if (!element_fits(r, (size_t)(p - r->in) - r->cmd_start, hl, (uint64_t)v))
+            if (!element_fits(r, r->cmd_fed + (size_t)(p - start), hl, (uint64_t)v))
                 return fail_query_buf(r);
             p += hl;
-            /* Grown per element, not from the declared count: memory follows bytes received. */
-            ensure_argv(r, r->idx + 1);
-            r->offs[r->idx] = (size_t)(p - r->in) - r->cmd_start;
-            r->lens[r->idx] = (size_t)v;
             r->bulk_left = (size_t)v;
             r->cmd_payload += (size_t)v;
             r->st = SCAN_BULK_DATA;
@@ -446,28 +502,34 @@ static enum step scan(struct resp *r)
     }
 
 out:
-    r->head += (size_t)(p - start);
+    if (p > start) {
+        if (redisReaderFeed(r->reader, start, (size_t)(p - start)) != REDIS_OK) {
+            /* Feeding only fails on allocation failure (we never leave the reader in error). */
+            fprintf(stderr, "rlimitd: request reader failed: %s\n", r->reader->errstr);
+            abort();
+        }
+        r->cmd_fed += (size_t)(p - start);
+        r->head += (size_t)(p - start);
+    }
     return rc;
 }
 
-/* The scanner says the command in[cmd_start, head) is complete: copy its arguments into the
- * arena, each followed by a NUL, sized from the scanner's totals. */
-static void build_argv(struct resp *r)
+/* The scanner says the command hiredis holds is complete: size the arena from the scanner's
+ * totals, then let hiredis deliver it through the callbacks, exactly one reply. */
+static enum step build_argv(struct resp *r)
 {
-    const char *cmd = r->in + r->cmd_start;
-    char *dst;
+    void *reply = NULL;
 
+    ensure_argv(r, r->nargs);
     ensure_arena(r, r->cmd_payload + r->nargs);
-    dst = r->arena;
-    for (size_t i = 0; i < r->nargs; i++) {
-        size_t len = r->lens[i];
-        memcpy(dst, cmd + r->offs[i], len);
-        dst[len] = '\0';
-        r->argv[i] = dst;
-        dst += len + 1;
-    }
-    r->arena_used = (size_t)(dst - r->arena);
-    r->filled = r->nargs;
+    r->arena_used = 0;
+    r->filled = 0;
+
+    int rc = redisReaderGetReply(r->reader, &reply);
+    if (rc != REDIS_OK || reply != r || r->filled != r->nargs)
+        return fail(r, "request reader out of sync with the frame scanner (%s)",
+                    rc != REDIS_OK ? r->reader->errstr : "no reply");
+    return STEP_DONE;
 }
 
 /* ---- inline commands ------------------------------------------------------------------------ */
@@ -652,13 +714,14 @@ enum resp_status resp_next(struct resp *r, struct resp_cmd *cmd)
                 r->st = SCAN_COUNT;
                 r->nargs = 0;
                 r->idx = 0;
-                r->cmd_start = r->head;
+                r->cmd_fed = 0;
                 r->cmd_payload = 0;
             }
             rc = scan(r);
             if (rc == STEP_DONE) {
-                build_argv(r);
                 r->st = SCAN_IDLE;
+                r->cmd_fed = 0; /* hiredis hands the whole command over now */
+                rc = build_argv(r);
             }
         }
 
