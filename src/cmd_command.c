@@ -24,30 +24,6 @@
 
 #include "rlimitd/util.h"
 
-/* ---- helpers shared with the other commands that have subcommands ---- */
-
-void reply_subcmd_unknown(struct cmd_ctx *x, const char *cmd)
-{
-    /* Redis's text; it cuts the echoed name at 128 bytes. */
-    reply_errorf(x->out, "ERR unknown subcommand '%.*s'. Try %s HELP.",
-                 (int)(x->lens[1] > 128 ? 128 : x->lens[1]), x->argv[1], cmd);
-}
-
-void reply_subcmd_arity(struct cmd_ctx *x, const char *cmd, const char *sub)
-{
-    reply_errorf(x->out, "ERR wrong number of arguments for '%s|%s' command", cmd, sub);
-}
-
-void reply_help_lines(struct rbuf *out, const char *const *lines)
-{
-    int64_t n = 0;
-    while (lines[n] != NULL)
-        n++;
-    reply_array(out, n);
-    for (int64_t i = 0; i < n; i++)
-        reply_simple(out, lines[i]);
-}
-
 /* ---- what only COMMAND needs ---- */
 
 struct cmd_meta {

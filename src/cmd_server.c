@@ -220,27 +220,6 @@ void cmd_time(struct cmd_ctx *x)
     reply_bulk_i64(x->out, (x->now % 1000000000) / 1000);
 }
 
-static void unknown_subcommand(struct cmd_ctx *x, const char *cmd)
-{
-    reply_errorf(x->out, "ERR unknown subcommand '%.*s'. Try %s HELP.",
-                 (int)(x->lens[1] > 128 ? 128 : x->lens[1]), x->argv[1], cmd);
-}
-
-static void subcommand_arity(struct cmd_ctx *x, const char *cmd, const char *sub)
-{
-    reply_errorf(x->out, "ERR wrong number of arguments for '%s|%s' command", cmd, sub);
-}
-
-static void reply_help(struct rbuf *out, const char *const *lines)
-{
-    int64_t n = 0;
-    while (lines[n] != NULL)
-        n++;
-    reply_array(out, n);
-    for (int64_t i = 0; i < n; i++)
-        reply_simple(out, lines[i]);
-}
-
 static const char *const client_help[] = {
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "ID", "    Return the ID of the current connection.",
@@ -307,7 +286,7 @@ void cmd_client(struct cmd_ctx *x)
             reply_bulk_cstr(x->out, s->name);
     } else if (arg_is(x, 1, "SETNAME")) {
         if (x->argc != 3) {
-            subcommand_arity(x, "client", "setname");
+            reply_subcmd_arity(x, "client", "setname");
         } else if (!valid_name(x->argv[2], x->lens[2])) {
             reply_error(x->out, bad_name);
         } else {
@@ -316,7 +295,7 @@ void cmd_client(struct cmd_ctx *x)
         }
     } else if (arg_is(x, 1, "SETINFO")) {
         if (x->argc != 4) {
-            subcommand_arity(x, "client", "setinfo");
+            reply_subcmd_arity(x, "client", "setinfo");
         } else if (!valid_name(x->argv[3], x->lens[3])) {
             reply_errorf(x->out, "ERR %.*s cannot contain spaces, newlines or special characters.",
                          (int)x->lens[2], x->argv[2]);
@@ -339,9 +318,9 @@ void cmd_client(struct cmd_ctx *x)
     } else if (arg_is(x, 1, "KILL") && x->argc >= 3) {
         client_kill(x);
     } else if (arg_is(x, 1, "HELP")) {
-        reply_help(x->out, client_help);
+        reply_help_lines(x->out, client_help);
     } else {
-        unknown_subcommand(x, "CLIENT");
+        reply_subcmd_unknown(x, "CLIENT");
     }
 }
 
@@ -371,7 +350,7 @@ static void config_get_visit(void *ud, const char *name, const char *value)
 static void config_set(struct cmd_ctx *x)
 {
     if (x->argc < 4 || (x->argc - 2) % 2 != 0) {
-        subcommand_arity(x, "config", "set");
+        reply_subcmd_arity(x, "config", "set");
         return;
     }
     struct cmd_env *env = x->env;
@@ -416,7 +395,7 @@ void cmd_config(struct cmd_ctx *x)
 {
     if (arg_is(x, 1, "GET")) {
         if (x->argc < 3) {
-            subcommand_arity(x, "config", "get");
+            reply_subcmd_arity(x, "config", "get");
             return;
         }
         struct config_get_state st;
@@ -433,9 +412,9 @@ void cmd_config(struct cmd_ctx *x)
     } else if (arg_is(x, 1, "SET")) {
         config_set(x);
     } else if (arg_is(x, 1, "HELP")) {
-        reply_help(x->out, config_help);
+        reply_help_lines(x->out, config_help);
     } else {
-        unknown_subcommand(x, "CONFIG");
+        reply_subcmd_unknown(x, "CONFIG");
     }
 }
 
