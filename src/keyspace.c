@@ -1,12 +1,46 @@
-/* keyspace.c - sharded chained hash tables of typed entries, with expiry and memory accounting.
+/* keyspace.c - sharded open-addressing tables of typed entries, with expiry and memory accounting.
  *
- * Layout (DESIGN.md "Memory layout"): an entry is one allocation holding the chain pointer, the
- * absolute expiry, an 8-byte value and the key bytes inline. Strings that are not canonical
- * integers and window logs live in a second allocation pointed to by the value.
+ * Why this layout: the goal is at most 40 bytes of RSS per GCRA key with a 14-byte key (issue 5).
+ * A malloc'd entry per key (48-byte chunk) plus an 8-byte bucket pointer cannot get there, so:
  *
- * Shard = top bits of the key's hash, bucket = low bits, so growing or shrinking a shard's table
- * never moves a key to another shard (its lock stays the same) and SCAN's reverse-binary cursor
- * works per shard. Nothing here takes a lock: keyspace.h states what the caller must hold. */
+ * Table (per shard): open addressing with linear probing. A slot is a 1-byte tag (0 = empty, else
+ * 0x80 | 7 hash bits that neither the shard nor the home slot use) in one array and a 32-bit entry
+ * reference in a parallel array: 5 bytes a slot. A probe reads tags only and touches an entry only
+ * on a tag match (a false match is 1 in 128). The table doubles when it would pass 7/8 full, and
+ * halves (down to 16 slots) when below 1/8 full, as the chained table did. Deletion shifts the
+ * rest of the cluster back (no tombstones), so "every slot between a key's home slot and the key
+ * is occupied" always holds; lookups stop at the first empty slot.
+ *   Worst case right after a doubling at 1M keys over 256 shards (3906 keys in 8192 slots):
+ *   24 B entry + 5 B / 0.48 load = 34.5 B/key; at 10M keys (39062 in 65536 slots) 24 + 8.4.
+ *   64-bit slots (pointer + 16-bit tag) would cost 24 + 8 / 0.48 = 40.8 B: over budget.
+ *
+ * Entries (per shard): a slab allocator with size classes in 8-byte steps from 16 to 256 bytes,
+ * 64 KiB slabs from mmap (so freed tables and slabs go back to the kernel and never fragment the
+ * malloc heap), and a free list per class threaded through freed entries. Entries above 256 bytes
+ * get their own malloc block. A reference is (block index << 13) | (offset / 8), so there is no
+ * malloc header per key. An entry is
+ *     [8 value][1 flags][1 key length; 255 = a 4-byte length follows][4 length?][8 expiry?][key]
+ * The value is the TAT or integer, or a pointer to a malloc'd blob (KS_RAW string, KS_SWLOG ring).
+ * The expiry field exists only when the expiry is not implied: a GCRA key expires at its TAT
+ * (SPEC 2), so F_EXP_IS_VAL says "expiry == value" and a GCRA entry with a 14-byte key is 24
+ * bytes. EXPIRE/PERSIST on such a key, or a type change, moves the entry to the class of its new
+ * shape and updates its slot. Nothing outside this file ever holds an entry pointer across a call
+ * that could move it.
+ *
+ * Memory accounting (ks_used_memory): slab pages as the bump pointer first touches them (what RSS
+ * sees, not the 64 KiB reservation), slot arrays, large entries and blobs (malloc_usable_size).
+ * When a table shrinks, the live entries are also copied into fresh slabs and the old slabs are
+ * unmapped, so memory goes back after mass expiry, not only after FLUSHALL.
+ *
+ * SCAN: the cursor is a home slot, advanced in reverse-binary order as Redis's dictScan does. For
+ * home slot v it walks from slot v to the next empty slot and reports the keys whose home is v:
+ * all of them lie in that run (the invariant above). Doubling splits home v into v and v + n, and
+ * halving merges them, exactly as chained buckets split and merge, so keys present for the whole
+ * scan are reported at least once across resizes.
+ *
+ * Shard = top bits of the key's hash, home slot = low bits, so resizing never moves a key to
+ * another shard (its lock stays the same). Nothing here takes a lock: keyspace.h states what the
+ * caller must hold. */
 #include "rlimitd/keyspace.h"
 
 #include <malloc.h>
@@ -15,24 +49,53 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "rlimitd/hash.h"
 #include "rlimitd/swlog.h"
 #include "rlimitd/util.h"
 
-#define MIN_BUCKETS 16
+#define MIN_SLOTS 16
 #define NS_PER_MS 1000000
+#define PAGE 4096u
 
-struct entry {
-    struct entry *next;
-    int64_t expire; /* absolute ns; 0 = none */
-    union {
-        int64_t i; /* KS_GCRA: TAT; KS_INT: the value */
-        void *p;   /* KS_RAW: struct rawstr; KS_SWLOG: struct swlog */
-    } v;
-    uint32_t klen;
-    uint8_t type;
-    char key[];
+/* Slot arrays at least this many slots come from mmap: 5 * 4096 bytes is whole pages, and a
+ * freed table goes straight back to the kernel instead of leaving a hole in the heap. */
+#define MMAP_TABLE_SLOTS 4096
+
+/* ---- entry layout ---- */
+#define E_FLAGS 8
+#define E_KLEN 9
+#define E_HDR 10
+#define KLEN_LONG 255
+#define F_TYPE 0x07       /* enum ks_type */
+#define F_HAS_EXP 0x08    /* an 8-byte expiry field follows the key length */
+#define F_EXP_IS_VAL 0x10 /* the expiry is the value (GCRA: the TAT) */
+
+/* ---- slab allocator ---- */
+#define SLAB_SIZE 65536u
+#define UNIT_SHIFT 3
+#define OFF_BITS 13 /* SLAB_SIZE >> UNIT_SHIFT = 8192 units */
+#define MIN_ENTRY 16u
+#define MAX_SMALL 256u
+#define NCLASS ((MAX_SMALL - MIN_ENTRY) / 8 + 1)
+#define MAX_BLOCKS ((1u << (32 - OFF_BITS)) - 1) /* keeps REF_NONE out of reach */
+#define REF_NONE UINT32_MAX
+
+struct slabs {
+    uint8_t **blk; /* a 64 KiB slab or one large entry, by index */
+    uint32_t nblk; /* indices handed out so far */
+    uint32_t cap;
+    uint32_t *free_idx; /* indices of freed large entries, for reuse */
+    uint32_t nfree_idx;
+    uint32_t cap_free_idx;
+    uint32_t free_head[NCLASS]; /* free list of each class, REF_NONE = empty */
+    uint32_t bump_blk[NCLASS];  /* slab being carved for each class */
+    uint32_t bump_off[NCLASS];  /* next free byte in it; SLAB_SIZE = none yet */
+    uint64_t slab_bytes;        /* accounted slab pages (touched ones) */
+    uint32_t *slab_idx;         /* which blocks are mmap'd slabs (the rest are large entries) */
+    uint32_t nslab;
+    uint32_t cap_slab;
 };
 
 struct rawstr {
@@ -42,9 +105,11 @@ struct rawstr {
 
 struct shard {
     pthread_mutex_t lock;
-    struct entry **buckets;
-    uint64_t mask;          /* buckets - 1 */
+    uint8_t *tags; /* nslots tags, then the refs array in the same block */
+    uint32_t *refs;
+    uint64_t mask;          /* slots - 1 */
     uint64_t expire_cursor; /* where the active expiry sweep resumes */
+    struct slabs sl;
     /* Written under the lock, read by INFO without it: relaxed atomics. */
     _Atomic uint64_t count;
     _Atomic uint64_t expires;
@@ -59,24 +124,34 @@ struct keyspace {
     struct shard *shards;
 };
 
+static void oom(size_t n)
+{
+    /* DESIGN.md "Errors": a limiter that silently loses state is worse than a restart. */
+    fprintf(stderr, "rlimitd: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
 static void *xmalloc(size_t n)
 {
     void *p = malloc(n);
-    if (p == NULL) {
-        /* DESIGN.md "Errors": a limiter that silently loses state is worse than a restart. */
-        fprintf(stderr, "rlimitd: out of memory allocating %zu bytes\n", n);
-        abort();
-    }
+    if (p == NULL)
+        oom(n);
     return p;
 }
 
-static void *xcalloc(size_t n, size_t size)
+static void *xrealloc(void *old, size_t n)
 {
-    void *p = calloc(n, size);
-    if (p == NULL) {
-        fprintf(stderr, "rlimitd: out of memory allocating %zu x %zu bytes\n", n, size);
-        abort();
-    }
+    void *p = realloc(old, n);
+    if (p == NULL)
+        oom(n);
+    return p;
+}
+
+static void *xmmap(size_t n)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        oom(n);
     return p;
 }
 
@@ -86,11 +161,15 @@ static void counter_add(_Atomic uint64_t *c, int64_t d)
                           memory_order_relaxed);
 }
 
-static void mem_add(struct shard *sh, void *p, int sign)
+static void mem_add_n(struct shard *sh, int64_t n)
 {
-    int64_t n = (int64_t)malloc_usable_size(p) * sign;
     atomic_store_explicit(&sh->mem, atomic_load_explicit(&sh->mem, memory_order_relaxed) + n,
                           memory_order_relaxed);
+}
+
+static void mem_add(struct shard *sh, void *p, int sign)
+{
+    mem_add_n(sh, (int64_t)malloc_usable_size(p) * sign);
 }
 
 static void *shard_alloc(struct shard *sh, size_t n)
@@ -108,11 +187,250 @@ static void shard_free(struct shard *sh, void *p)
     free(p);
 }
 
+/* ---- entries: field access (unaligned fields go through memcpy; x86 makes that a load) ---- */
+
+static inline int64_t e_val(const uint8_t *e)
+{
+    int64_t v;
+    memcpy(&v, e, 8);
+    return v;
+}
+
+static inline void e_set_val(uint8_t *e, int64_t v)
+{
+    memcpy(e, &v, 8);
+}
+
+static inline void *e_ptr(const uint8_t *e)
+{
+    void *p;
+    memcpy(&p, e, sizeof(p));
+    return p;
+}
+
+static inline void e_set_ptr(uint8_t *e, void *p)
+{
+    memcpy(e, &p, sizeof(p));
+}
+
+static inline enum ks_type e_type(const uint8_t *e)
+{
+    return (enum ks_type)(e[E_FLAGS] & F_TYPE);
+}
+
+static inline size_t e_klen(const uint8_t *e)
+{
+    if (e[E_KLEN] != KLEN_LONG)
+        return e[E_KLEN];
+    uint32_t n;
+    memcpy(&n, e + E_HDR, 4);
+    return n;
+}
+
+/* Offset of the expiry field (when F_HAS_EXP) for a key of klen bytes. */
+static inline size_t exp_off(size_t klen)
+{
+    return E_HDR + (klen >= KLEN_LONG ? 4 : 0);
+}
+
+static inline size_t key_off(uint8_t flags, size_t klen)
+{
+    return exp_off(klen) + ((flags & F_HAS_EXP) ? 8 : 0);
+}
+
+static inline const char *e_key(const uint8_t *e, size_t klen)
+{
+    return (const char *)e + key_off(e[E_FLAGS], klen);
+}
+
+static inline size_t entry_size(uint8_t flags, size_t klen)
+{
+    size_t n = key_off(flags, klen) + klen;
+    return n < MIN_ENTRY ? MIN_ENTRY : n;
+}
+
+static inline int64_t e_expire(const uint8_t *e)
+{
+    uint8_t f = e[E_FLAGS];
+    if (f & F_EXP_IS_VAL)
+        return e_val(e);
+    if (f & F_HAS_EXP) {
+        int64_t x;
+        memcpy(&x, e + exp_off(e_klen(e)), 8);
+        return x;
+    }
+    return 0;
+}
+
+static inline int e_expired(const uint8_t *e, int64_t now)
+{
+    int64_t x = e_expire(e);
+    return x != 0 && x <= now;
+}
+
+/* ---- slab allocator ---- */
+
+static inline uint8_t *sl_ptr(const struct slabs *s, uint32_t ref)
+{
+    return s->blk[ref >> OFF_BITS] + ((size_t)(ref & ((1u << OFF_BITS) - 1)) << UNIT_SHIFT);
+}
+
+static inline uint8_t *ref_ptr(const struct shard *sh, uint32_t ref)
+{
+    return sl_ptr(&sh->sl, ref);
+}
+
+static void slabs_init(struct slabs *s)
+{
+    memset(s, 0, sizeof(*s));
+    for (unsigned c = 0; c < NCLASS; c++) {
+        s->free_head[c] = REF_NONE;
+        s->bump_off[c] = SLAB_SIZE;
+    }
+}
+
+static uint32_t new_index(struct shard *sh, struct slabs *s)
+{
+    if (s->nfree_idx > 0)
+        return s->free_idx[--s->nfree_idx];
+    if (s->nblk >= MAX_BLOCKS) {
+        fprintf(stderr, "rlimitd: a keyspace shard ran out of entry blocks\n");
+        abort();
+    }
+    if (s->nblk == s->cap) {
+        /* The index arrays are bookkeeping of a few bytes per 64 KiB; they are counted too. */
+        if (s->blk != NULL)
+            mem_add(sh, s->blk, -1);
+        s->cap = s->cap ? s->cap * 2 : 16;
+        s->blk = xrealloc(s->blk, s->cap * sizeof(*s->blk));
+        mem_add(sh, s->blk, 1);
+    }
+    return s->nblk++;
+}
+
+static uint32_t slab_alloc(struct shard *sh, struct slabs *s, size_t size)
+{
+    uint32_t ref;
+    if (size > MAX_SMALL) {
+        uint32_t i = new_index(sh, s);
+        s->blk[i] = shard_alloc(sh, size);
+        ref = i << OFF_BITS;
+    } else {
+        unsigned c = (unsigned)((size + 7) / 8 - MIN_ENTRY / 8);
+        uint32_t csize = (c + MIN_ENTRY / 8) * 8;
+        if (s->free_head[c] != REF_NONE) {
+            ref = s->free_head[c];
+            memcpy(&s->free_head[c], sl_ptr(s, ref), 4);
+        } else {
+            if (s->bump_off[c] + csize > SLAB_SIZE) {
+                uint32_t i = new_index(sh, s);
+                s->blk[i] = xmmap(SLAB_SIZE);
+                if (s->nslab == s->cap_slab) {
+                    void *old = s->slab_idx;
+                    if (old != NULL)
+                        mem_add(sh, old, -1);
+                    s->cap_slab = s->cap_slab ? s->cap_slab * 2 : 8;
+                    s->slab_idx = xrealloc(old, s->cap_slab * sizeof(*s->slab_idx));
+                    mem_add(sh, s->slab_idx, 1);
+                }
+                s->slab_idx[s->nslab++] = i;
+                s->bump_blk[c] = i;
+                s->bump_off[c] = 0;
+            }
+            uint32_t off = s->bump_off[c];
+            /* Count a page when the bump pointer first reaches it: that is when RSS grows. */
+            uint32_t pages_before = (off + PAGE - 1) / PAGE;
+            uint32_t pages_after = (off + csize + PAGE - 1) / PAGE;
+            if (pages_after != pages_before) {
+                s->slab_bytes += (uint64_t)(pages_after - pages_before) * PAGE;
+                mem_add_n(sh, (int64_t)(pages_after - pages_before) * PAGE);
+            }
+            ref = (s->bump_blk[c] << OFF_BITS) | (off >> UNIT_SHIFT);
+            s->bump_off[c] = off + csize;
+        }
+    }
+    return ref;
+}
+
+static void slab_free(struct shard *sh, struct slabs *s, uint32_t ref, size_t size)
+{
+    if (size > MAX_SMALL) {
+        uint32_t i = ref >> OFF_BITS;
+        shard_free(sh, s->blk[i]);
+        s->blk[i] = NULL;
+        if (s->nfree_idx == s->cap_free_idx) {
+            if (s->free_idx != NULL)
+                mem_add(sh, s->free_idx, -1);
+            s->cap_free_idx = s->cap_free_idx ? s->cap_free_idx * 2 : 16;
+            s->free_idx = xrealloc(s->free_idx, s->cap_free_idx * sizeof(*s->free_idx));
+            mem_add(sh, s->free_idx, 1);
+        }
+        s->free_idx[s->nfree_idx++] = i;
+        return;
+    }
+    unsigned c = (unsigned)((size + 7) / 8 - MIN_ENTRY / 8);
+    memcpy(sl_ptr(s, ref), &s->free_head[c], 4);
+    s->free_head[c] = ref;
+}
+
+/* Unmaps every slab of s and frees its index arrays. Large entries are not freed here: a flush
+ * frees them while walking the table, a compaction hands them to the new allocator. */
+static void slabs_release(struct shard *sh, struct slabs *s)
+{
+    for (uint32_t i = 0; i < s->nslab; i++)
+        munmap(s->blk[s->slab_idx[i]], SLAB_SIZE);
+    shard_free(sh, s->slab_idx);
+    shard_free(sh, s->blk);
+    shard_free(sh, s->free_idx);
+    mem_add_n(sh, -(int64_t)s->slab_bytes);
+    s->blk = NULL;
+    s->free_idx = NULL;
+    s->slab_idx = NULL;
+}
+
+/* ---- shard bookkeeping ---- */
+
+static size_t table_bytes(uint64_t nslots)
+{
+    return (size_t)nslots * (1 + sizeof(uint32_t));
+}
+
+static void table_alloc(struct shard *sh, uint64_t nslots)
+{
+    size_t n = table_bytes(nslots);
+    uint8_t *p;
+    if (nslots >= MMAP_TABLE_SLOTS) {
+        p = xmmap(n); /* zero-filled */
+        mem_add_n(sh, (int64_t)n);
+    } else {
+        p = xmalloc(n);
+        memset(p, 0, nslots);
+        mem_add(sh, p, 1);
+    }
+    sh->tags = p;
+    sh->refs = (uint32_t *)(p + nslots);
+    sh->mask = nslots - 1;
+}
+
+static void table_free(struct shard *sh, uint8_t *tags, uint64_t nslots)
+{
+    if (tags == NULL)
+        return;
+    if (nslots >= MMAP_TABLE_SLOTS) {
+        munmap(tags, table_bytes(nslots));
+        mem_add_n(sh, -(int64_t)table_bytes(nslots));
+    } else {
+        shard_free(sh, tags);
+    }
+}
+
 struct keyspace *ks_create(unsigned shard_bits, const uint8_t seed[16])
 {
     if (shard_bits > 12)
         return NULL;
-    struct keyspace *ks = xcalloc(1, sizeof(*ks));
+    struct keyspace *ks = calloc(1, sizeof(*ks));
+    if (ks == NULL)
+        oom(sizeof(*ks));
     ks->bits = shard_bits;
     ks->nshards = 1u << shard_bits;
     memcpy(ks->seed, seed, 16);
@@ -122,47 +440,71 @@ struct keyspace *ks_create(unsigned shard_bits, const uint8_t seed[16])
     for (unsigned i = 0; i < ks->nshards; i++) {
         struct shard *sh = &ks->shards[i];
         pthread_mutex_init(&sh->lock, NULL);
-        sh->mask = MIN_BUCKETS - 1;
-        sh->buckets = xcalloc(MIN_BUCKETS, sizeof(struct entry *));
-        mem_add(sh, sh->buckets, 1);
+        slabs_init(&sh->sl);
+        table_alloc(sh, MIN_SLOTS);
     }
     return ks;
 }
 
-static void free_value(struct shard *sh, struct entry *e)
+static uint8_t tag_of(uint64_t hash)
 {
-    if (e->type == KS_RAW || e->type == KS_SWLOG)
-        shard_free(sh, e->v.p);
-    e->v.p = NULL;
+    /* Bits 44..50: below the shard bits (at most the top 12) and above any realistic home slot
+     * bits, so tags stay independent of where a key sits. */
+    return (uint8_t)(0x80 | ((hash >> 44) & 0x7f));
 }
 
-static void free_entry(struct shard *sh, struct entry *e)
+static uint64_t entry_hash(const struct keyspace *ks, const uint8_t *e)
 {
+    size_t klen = e_klen(e);
+    return hash_siphash13(e_key(e, klen), klen, ks->seed);
+}
+
+/* Frees the blob an entry's value points to, if any. */
+static void free_value(struct shard *sh, uint8_t *e)
+{
+    enum ks_type t = e_type(e);
+    if (t == KS_RAW || t == KS_SWLOG) {
+        shard_free(sh, e_ptr(e));
+        e_set_ptr(e, NULL);
+    }
+}
+
+/* Frees the entry in slot i and its blob, and updates the counters; the slot is not touched. */
+static void free_entry_at(struct shard *sh, uint64_t i)
+{
+    uint32_t ref = sh->refs[i];
+    uint8_t *e = ref_ptr(sh, ref);
     free_value(sh, e);
-    if (e->expire != 0)
+    if (e_expire(e) != 0)
         counter_add(&sh->expires, -1);
     counter_add(&sh->count, -1);
-    shard_free(sh, e);
+    slab_free(sh, &sh->sl, ref, entry_size(e[E_FLAGS], e_klen(e)));
 }
 
 void ks_flush_shard(struct keyspace *ks, unsigned shard)
 {
     struct shard *sh = &ks->shards[shard];
-    for (uint64_t b = 0; b <= sh->mask; b++) {
-        struct entry *e = sh->buckets[b];
-        while (e != NULL) {
-            struct entry *next = e->next;
-            free_entry(sh, e);
-            e = next;
+    for (uint64_t i = 0; i <= sh->mask; i++) {
+        if (sh->tags[i] == 0)
+            continue;
+        uint32_t ref = sh->refs[i];
+        uint8_t *e = ref_ptr(sh, ref);
+        free_value(sh, e);
+        if (entry_size(e[E_FLAGS], e_klen(e)) > MAX_SMALL) {
+            shard_free(sh, sh->sl.blk[ref >> OFF_BITS]);
+            sh->sl.blk[ref >> OFF_BITS] = NULL;
         }
-        sh->buckets[b] = NULL;
     }
-    /* Give a big emptied table back to the allocator. */
-    if (sh->mask + 1 > MIN_BUCKETS) {
-        shard_free(sh, sh->buckets);
-        sh->buckets = xcalloc(MIN_BUCKETS, sizeof(struct entry *));
-        mem_add(sh, sh->buckets, 1);
-        sh->mask = MIN_BUCKETS - 1;
+    slabs_release(sh, &sh->sl);
+    slabs_init(&sh->sl);
+    atomic_store_explicit(&sh->count, 0, memory_order_relaxed);
+    atomic_store_explicit(&sh->expires, 0, memory_order_relaxed);
+    /* Give a big emptied table back. */
+    if (sh->mask + 1 > MIN_SLOTS) {
+        table_free(sh, sh->tags, sh->mask + 1);
+        table_alloc(sh, MIN_SLOTS);
+    } else {
+        memset(sh->tags, 0, sh->mask + 1);
     }
     sh->expire_cursor = 0;
 }
@@ -173,9 +515,10 @@ void ks_destroy(struct keyspace **ksp)
     if (ks == NULL)
         return;
     for (unsigned i = 0; i < ks->nshards; i++) {
+        struct shard *sh = &ks->shards[i];
         ks_flush_shard(ks, i);
-        free(ks->shards[i].buckets);
-        pthread_mutex_destroy(&ks->shards[i].lock);
+        table_free(sh, sh->tags, sh->mask + 1);
+        pthread_mutex_destroy(&sh->lock);
     }
     free(ks->shards);
     free(ks);
@@ -250,119 +593,254 @@ static struct shard *shard_of(struct keyspace *ks, const struct ks_key *k)
     return &ks->shards[ks_shard(ks, k)];
 }
 
-static uint64_t entry_hash(const struct keyspace *ks, const struct entry *e)
+static inline uint8_t *slot_entry(const struct shard *sh, uint64_t i)
 {
-    return hash_siphash13(e->key, e->klen, ks->seed);
+    return ref_ptr(sh, sh->refs[i]);
 }
 
-static void resize(struct keyspace *ks, struct shard *sh, uint64_t nbuckets)
+/* Slot of key, or -1. Reads tags until the first empty slot; an entry is read on a tag match. */
+static int64_t lookup(const struct shard *sh, const struct ks_key *k)
 {
-    struct entry **nb = xcalloc(nbuckets, sizeof(*nb));
-    uint64_t nmask = nbuckets - 1;
-    for (uint64_t b = 0; b <= sh->mask; b++) {
-        struct entry *e = sh->buckets[b];
-        while (e != NULL) {
-            struct entry *next = e->next;
-            uint64_t i = entry_hash(ks, e) & nmask;
-            e->next = nb[i];
-            nb[i] = e;
-            e = next;
+    uint64_t mask = sh->mask;
+    uint64_t i = k->hash & mask;
+    uint8_t tag = tag_of(k->hash);
+    for (;;) {
+        uint8_t t = sh->tags[i];
+        if (t == 0)
+            return -1;
+        if (t == tag) {
+            const uint8_t *e = slot_entry(sh, i);
+            size_t klen = e_klen(e);
+            if (klen == k->len && memcmp(e_key(e, klen), k->p, klen) == 0)
+                return (int64_t)i;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+/* Frees the entry in slot i and closes the gap: each later entry of the cluster whose home slot
+ * is not between the hole and itself moves back into the hole, so no probe ever stops short. */
+static void remove_slot(const struct keyspace *ks, struct shard *sh, uint64_t i)
+{
+    free_entry_at(sh, i);
+    uint64_t mask = sh->mask;
+    uint64_t hole = i;
+    uint64_t j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (sh->tags[j] == 0)
+            break;
+        uint64_t home = entry_hash(ks, slot_entry(sh, j)) & mask;
+        if (((j - home) & mask) >= ((j - hole) & mask)) {
+            sh->tags[hole] = sh->tags[j];
+            sh->refs[hole] = sh->refs[j];
+            hole = j;
         }
     }
-    shard_free(sh, sh->buckets);
-    mem_add(sh, nb, 1);
-    sh->buckets = nb;
-    sh->mask = nmask;
+    sh->tags[hole] = 0;
 }
 
-static void maybe_shrink(struct keyspace *ks, struct shard *sh)
+/* Finds key; an expired entry is freed here and reported absent (lazy expiry). */
+static int64_t find(const struct keyspace *ks, struct shard *sh, const struct ks_key *k,
+                    int64_t now)
+{
+    int64_t i = lookup(sh, k);
+    if (i < 0)
+        return -1;
+    if (e_expired(slot_entry(sh, (uint64_t)i), now)) {
+        remove_slot(ks, sh, (uint64_t)i);
+        return -1;
+    }
+    return i;
+}
+
+/* Moves the shard to a table of nslots slots. With compact, the live entries are also copied
+ * into fresh slabs and the old ones unmapped, which is what gives memory back after many keys
+ * went away (only done when shrinking, when most of the old slab space is dead). */
+static void rehash(const struct keyspace *ks, struct shard *sh, uint64_t nslots, int compact)
+{
+    uint8_t *otags = sh->tags;
+    uint32_t *orefs = sh->refs;
+    uint64_t on = sh->mask + 1;
+    struct slabs old = sh->sl;
+    if (compact)
+        slabs_init(&sh->sl);
+    table_alloc(sh, nslots);
+    uint64_t mask = sh->mask;
+    for (uint64_t i = 0; i < on; i++) {
+        if (otags[i] == 0)
+            continue;
+        uint32_t ref = orefs[i];
+        const uint8_t *e = sl_ptr(&old, ref);
+        uint64_t j = entry_hash(ks, e) & mask;
+        if (compact) {
+            size_t size = entry_size(e[E_FLAGS], e_klen(e));
+            if (size > MAX_SMALL) {
+                uint32_t b = new_index(sh, &sh->sl);
+                sh->sl.blk[b] = old.blk[ref >> OFF_BITS];
+                ref = b << OFF_BITS;
+            } else {
+                ref = slab_alloc(sh, &sh->sl, size);
+                memcpy(ref_ptr(sh, ref), e, size);
+            }
+        }
+        while (sh->tags[j] != 0)
+            j = (j + 1) & mask;
+        sh->tags[j] = otags[i];
+        sh->refs[j] = ref;
+    }
+    table_free(sh, otags, on);
+    if (compact)
+        slabs_release(sh, &old);
+}
+
+static void maybe_shrink(const struct keyspace *ks, struct shard *sh)
 {
     uint64_t n = sh->mask + 1;
     uint64_t count = atomic_load_explicit(&sh->count, memory_order_relaxed);
-    if (n > MIN_BUCKETS && count < n / 8) {
+    if (count == 0 && sh->sl.nblk > 0) {
+        /* An empty shard keeps no slabs (its free lists are all that is left in them). */
+        slabs_release(sh, &sh->sl);
+        slabs_init(&sh->sl);
+    }
+    if (n > MIN_SLOTS && count < n / 8) {
         uint64_t target = n;
-        while (target > MIN_BUCKETS && count < target / 4)
+        while (target > MIN_SLOTS && count < target / 4)
             target /= 2;
-        resize(ks, sh, target);
+        rehash(ks, sh, target, 1);
         sh->expire_cursor = 0;
     }
 }
 
-static void set_expire(struct shard *sh, struct entry *e, int64_t at)
+/* Adds an entry for a key known to be absent, with shape flags (F_HAS_EXP / F_EXP_IS_VAL), value
+ * 0 and expiry field 0. Returns its slot (after growing the table if that was needed). */
+static uint64_t insert(const struct keyspace *ks, struct shard *sh, const struct ks_key *k,
+                       enum ks_type type, uint8_t flags)
 {
-    if ((e->expire != 0) != (at != 0))
-        counter_add(&sh->expires, at != 0 ? 1 : -1);
-    e->expire = at;
-}
-
-/* Finds key; an expired entry is freed here and reported absent (lazy expiry). */
-static struct entry *find(struct keyspace *ks, const struct ks_key *k, int64_t now)
-{
-    struct shard *sh = shard_of(ks, k);
-    struct entry **pp = &sh->buckets[k->hash & sh->mask];
-    for (struct entry *e = *pp; e != NULL; pp = &e->next, e = e->next) {
-        if (e->klen != k->len || memcmp(e->key, k->p, k->len) != 0)
-            continue;
-        if (e->expire != 0 && e->expire <= now) {
-            *pp = e->next;
-            free_entry(sh, e);
-            return NULL;
-        }
-        return e;
+    uint64_t count = atomic_load_explicit(&sh->count, memory_order_relaxed);
+    if ((count + 1) * 8 > (sh->mask + 1) * 7)
+        rehash(ks, sh, (sh->mask + 1) * 2, 0);
+    size_t size = entry_size(flags, k->len);
+    uint32_t ref = slab_alloc(sh, &sh->sl, size);
+    uint8_t *e = ref_ptr(sh, ref);
+    e_set_val(e, 0);
+    e[E_FLAGS] = (uint8_t)(flags | (uint8_t)type);
+    if (k->len >= KLEN_LONG) {
+        uint32_t n = (uint32_t)k->len;
+        e[E_KLEN] = KLEN_LONG;
+        memcpy(e + E_HDR, &n, 4);
+    } else {
+        e[E_KLEN] = (uint8_t)k->len;
     }
-    return NULL;
+    if (flags & F_HAS_EXP)
+        memset(e + exp_off(k->len), 0, 8);
+    memcpy(e + key_off(e[E_FLAGS], k->len), k->p, k->len);
+    uint64_t mask = sh->mask;
+    uint64_t i = k->hash & mask;
+    while (sh->tags[i] != 0)
+        i = (i + 1) & mask;
+    sh->tags[i] = tag_of(k->hash);
+    sh->refs[i] = ref;
+    counter_add(&sh->count, 1);
+    return i;
 }
 
-/* Adds a new entry for a key known to be absent. Value and expiry are the caller's to set. */
-static struct entry *insert(struct keyspace *ks, const struct ks_key *k, enum ks_type type)
+/* Gives the entry in slot i the shape nflags (type bits included); exp fills the expiry field if
+ * the new shape has one. A change of shape moves the entry to its new size class. */
+static uint8_t *reshape(struct shard *sh, uint64_t i, uint8_t nflags, int64_t exp)
 {
-    struct shard *sh = shard_of(ks, k);
-    struct entry *e = shard_alloc(sh, offsetof(struct entry, key) + k->len);
-    e->expire = 0;
-    e->v.i = 0;
-    e->klen = (uint32_t)k->len;
-    e->type = (uint8_t)type;
-    memcpy(e->key, k->p, k->len);
-    uint64_t b = k->hash & sh->mask;
-    e->next = sh->buckets[b];
-    sh->buckets[b] = e;
-    counter_add(&sh->count, 1);
-    if (atomic_load_explicit(&sh->count, memory_order_relaxed) > sh->mask + 1)
-        resize(ks, sh, (sh->mask + 1) * 2);
+    uint32_t oref = sh->refs[i];
+    uint8_t *o = ref_ptr(sh, oref);
+    size_t klen = e_klen(o);
+    uint8_t oflags = o[E_FLAGS];
+    if ((oflags & F_HAS_EXP) == (nflags & F_HAS_EXP)) {
+        o[E_FLAGS] = nflags;
+        if (nflags & F_HAS_EXP)
+            memcpy(o + exp_off(klen), &exp, 8);
+        return o;
+    }
+    size_t osize = entry_size(oflags, klen);
+    uint32_t nref = slab_alloc(sh, &sh->sl, entry_size(nflags, klen));
+    o = ref_ptr(sh, oref);
+    uint8_t *n = ref_ptr(sh, nref);
+    memcpy(n, o, exp_off(klen)); /* value, flags, key length */
+    n[E_FLAGS] = nflags;
+    if (nflags & F_HAS_EXP)
+        memcpy(n + exp_off(klen), &exp, 8);
+    memcpy(n + key_off(nflags, klen), o + key_off(oflags, klen), klen);
+    slab_free(sh, &sh->sl, oref, osize);
+    sh->refs[i] = nref;
+    return n;
+}
+
+static void count_expiry_change(struct shard *sh, int64_t old, int64_t at)
+{
+    if ((old != 0) != (at != 0))
+        counter_add(&sh->expires, at != 0 ? 1 : -1);
+}
+
+/* Sets the expiry of slot i to at (0 = none), choosing the smallest shape that holds it. */
+static void set_expire(struct shard *sh, uint64_t i, int64_t at)
+{
+    uint8_t *e = slot_entry(sh, i);
+    int64_t old = e_expire(e);
+    uint8_t f = e[E_FLAGS] & (uint8_t) ~(F_HAS_EXP | F_EXP_IS_VAL);
+    if (at != 0)
+        f |= (e_type(e) == KS_GCRA && at == e_val(e)) ? F_EXP_IS_VAL : F_HAS_EXP;
+    reshape(sh, i, f, at);
+    count_expiry_change(sh, old, at);
+}
+
+/* Stores a new TAT in the GCRA entry of slot i; its expiry becomes the TAT (SPEC 2). */
+static void set_gcra(struct shard *sh, uint64_t i, int64_t tat)
+{
+    uint8_t *e = slot_entry(sh, i);
+    int64_t old = e_expire(e);
+    if ((e[E_FLAGS] & (F_HAS_EXP | F_EXP_IS_VAL)) != F_EXP_IS_VAL)
+        e = reshape(sh, i, (uint8_t)((e[E_FLAGS] & F_TYPE) | F_EXP_IS_VAL), 0);
+    e_set_val(e, tat);
+    count_expiry_change(sh, old, tat);
+}
+
+/* Before an entry's value or type changes, an implied expiry (== value) becomes a stored one,
+ * and the old blob is freed. Returns the (possibly moved) entry. */
+static uint8_t *prepare_new_value(struct shard *sh, uint64_t i)
+{
+    uint8_t *e = slot_entry(sh, i);
+    if (e[E_FLAGS] & F_EXP_IS_VAL) {
+        int64_t at = e_val(e);
+        uint8_t f = e[E_FLAGS] & (uint8_t)~F_EXP_IS_VAL;
+        if (at != 0)
+            f |= F_HAS_EXP;
+        e = reshape(sh, i, f, at);
+    }
+    free_value(sh, e);
     return e;
 }
 
-static int unlink_entry(struct keyspace *ks, const struct ks_key *k, struct entry *target)
+static void set_type(uint8_t *e, enum ks_type t)
 {
-    struct shard *sh = shard_of(ks, k);
-    for (struct entry **pp = &sh->buckets[k->hash & sh->mask]; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == target) {
-            *pp = target->next;
-            free_entry(sh, target);
-            return 1;
-        }
-    }
-    return 0;
+    e[E_FLAGS] = (uint8_t)((e[E_FLAGS] & ~F_TYPE) | (uint8_t)t);
 }
 
 int ks_gcra_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
                   const struct gcra_limits *l, struct gcra_result *r, const char **err)
 {
-    struct entry *e = find(ks, key, now);
-    if (e != NULL && e->type != KS_GCRA)
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    const uint8_t *e = i >= 0 ? slot_entry(sh, (uint64_t)i) : NULL;
+    if (e != NULL && e_type(e) != KS_GCRA)
         return KS_WRONGTYPE;
-    if (gcra_step(l, now, e != NULL, e != NULL ? e->v.i : 0, r, err) != 0)
+    if (gcra_step(l, now, e != NULL, e != NULL ? e_val(e) : 0, r, err) != 0)
         return -100;
     if (!r->store)
         return KS_OK;
-    if (e == NULL) {
+    if (i < 0) {
         if (over_maxmemory(ks))
             return KS_OOM;
-        e = insert(ks, key, KS_GCRA);
+        i = (int64_t)insert(ks, sh, key, KS_GCRA, F_EXP_IS_VAL);
     }
-    e->v.i = r->new_tat;
-    /* SPEC 2: the key expires at its TAT, when the bucket is full again. */
-    set_expire(shard_of(ks, key), e, r->new_tat);
+    set_gcra(sh, (uint64_t)i, r->new_tat);
     return KS_OK;
 }
 
@@ -397,19 +875,21 @@ int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, i
 {
     struct shard *sh = shard_of(ks, key);
     int64_t now_ms = now / NS_PER_MS;
-    struct entry *e = find(ks, key, now);
-    if (e != NULL && e->type != KS_SWLOG)
+    int64_t i = find(ks, sh, key, now);
+    if (i >= 0 && e_type(slot_entry(sh, (uint64_t)i)) != KS_SWLOG)
         return KS_WRONGTYPE;
-    if (e == NULL) {
+    if (i < 0) {
         if (over_maxmemory(ks))
             return KS_OOM;
         uint32_t cap = max_count + 1 < 4 ? (uint32_t)(max_count + 1) : 4;
         struct swlog *log = shard_alloc(sh, swlog_bytes(cap));
         swlog_init(log, cap);
-        e = insert(ks, key, KS_SWLOG);
-        e->v.p = log;
+        /* Created with its expiry field: set_expire below then writes it in place. */
+        i = (int64_t)insert(ks, sh, key, KS_SWLOG, F_HAS_EXP);
+        e_set_ptr(slot_entry(sh, (uint64_t)i), log);
     }
-    struct swlog *log = e->v.p;
+    uint8_t *e = slot_entry(sh, (uint64_t)i);
+    struct swlog *log = e_ptr(e);
     swlog_trim(log, now_ms, period_ms);
     uint32_t needed = swlog_needed(log, max_count);
     uint32_t cap = ring_capacity(log->cap, needed, max_count);
@@ -418,93 +898,101 @@ int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, i
         swlog_init(bigger, cap);
         swlog_copy(bigger, log);
         shard_free(sh, log);
-        e->v.p = log = bigger;
+        log = bigger;
+        e_set_ptr(e, log);
     }
     *allowed = swlog_record(log, now_ms, max_count);
     /* SPEC 3: the key expires `period` after its newest attempt. cmd_limit bounds period so
      * this cannot overflow. */
-    set_expire(sh, e, (swlog_newest(log) + period_ms) * NS_PER_MS);
+    set_expire(sh, (uint64_t)i, (swlog_newest(log) + period_ms) * NS_PER_MS);
     return KS_OK;
 }
 
-enum ks_type ks_get(struct keyspace *ks, const struct ks_key *key, int64_t now,
-                    struct ks_value *v)
+enum ks_type ks_get(struct keyspace *ks, const struct ks_key *key, int64_t now, struct ks_value *v)
 {
-    struct entry *e = find(ks, key, now);
-    if (e == NULL)
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    if (i < 0)
         return KS_NONE;
+    const uint8_t *e = slot_entry(sh, (uint64_t)i);
+    enum ks_type t = e_type(e);
     if (v != NULL) {
-        v->type = e->type;
+        v->type = t;
         v->i = 0;
         v->p = NULL;
         v->len = 0;
-        switch (e->type) {
+        switch (t) {
         case KS_GCRA:
         case KS_INT:
-            v->i = e->v.i;
+            v->i = e_val(e);
             break;
         case KS_RAW: {
-            const struct rawstr *s = e->v.p;
+            const struct rawstr *s = e_ptr(e);
             v->p = s->data;
             v->len = s->len;
             break;
         }
         case KS_SWLOG:
-            v->i = ((const struct swlog *)e->v.p)->len;
+            v->i = ((const struct swlog *)e_ptr(e))->len;
+            break;
+        default:
             break;
         }
     }
-    return e->type;
+    return t;
 }
 
-/* Stores val in e as KS_INT when it is a canonical integer (what INCR can work on), else raw. */
-static void store_string(struct shard *sh, struct entry *e, const char *val, size_t len)
+/* Stores val in slot i as KS_INT when it is a canonical integer (what INCR can work on), else
+ * raw. The expiry is left as it was. */
+static void store_string(struct shard *sh, uint64_t i, const char *val, size_t len)
 {
     int64_t n;
-    free_value(sh, e);
+    uint8_t *e = prepare_new_value(sh, i);
     if (util_parse_i64(val, len, &n) == 0) {
-        e->type = KS_INT;
-        e->v.i = n;
+        set_type(e, KS_INT);
+        e_set_val(e, n);
         return;
     }
     struct rawstr *s = shard_alloc(sh, sizeof(*s) + len);
     s->len = len;
     memcpy(s->data, val, len);
-    e->type = KS_RAW;
-    e->v.p = s;
+    set_type(e, KS_RAW);
+    e_set_ptr(e, s);
 }
 
-int ks_set(struct keyspace *ks, const struct ks_key *key, int64_t now, const char *val,
-           size_t len, int64_t expire_at, int flags)
+int ks_set(struct keyspace *ks, const struct ks_key *key, int64_t now, const char *val, size_t len,
+           int64_t expire_at, int flags)
 {
     struct shard *sh = shard_of(ks, key);
-    struct entry *e = find(ks, key, now);
-    if ((flags & KS_SET_NX) && e != NULL)
+    int64_t i = find(ks, sh, key, now);
+    if ((flags & KS_SET_NX) && i >= 0)
         return 0;
-    if ((flags & KS_SET_XX) && e == NULL)
+    if ((flags & KS_SET_XX) && i < 0)
         return 0;
-    if (e == NULL) {
+    if (i < 0) {
         if (over_maxmemory(ks))
             return KS_OOM;
-        e = insert(ks, key, KS_INT);
+        int with_exp = !(flags & KS_SET_KEEPTTL) && expire_at != 0;
+        i = (int64_t)insert(ks, sh, key, KS_INT, with_exp ? F_HAS_EXP : 0);
     }
-    store_string(sh, e, val, len);
+    store_string(sh, (uint64_t)i, val, len);
     if (!(flags & KS_SET_KEEPTTL))
-        set_expire(sh, e, expire_at);
+        set_expire(sh, (uint64_t)i, expire_at);
     return 1;
 }
 
 int ks_incrby(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t delta,
               int64_t *out)
 {
-    struct entry *e = find(ks, key, now);
-    if (e == NULL) {
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    if (i < 0) {
         if (over_maxmemory(ks))
             return KS_OOM;
-        e = insert(ks, key, KS_INT);
-        e->v.i = 0;
+        i = (int64_t)insert(ks, sh, key, KS_INT, 0);
     }
-    switch (e->type) {
+    uint8_t *e = slot_entry(sh, (uint64_t)i);
+    switch (e_type(e)) {
     case KS_INT:
         break;
     case KS_RAW:
@@ -513,62 +1001,68 @@ int ks_incrby(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_
         return KS_WRONGTYPE;
     }
     int64_t sum;
-    if (__builtin_add_overflow(e->v.i, delta, &sum))
+    if (__builtin_add_overflow(e_val(e), delta, &sum))
         return KS_OVERFLOW;
-    e->v.i = sum;
+    e_set_val(e, sum);
     *out = sum;
     return KS_OK;
 }
 
 int ks_del(struct keyspace *ks, const struct ks_key *key, int64_t now)
 {
-    struct entry *e = find(ks, key, now);
-    if (e == NULL)
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    if (i < 0)
         return 0;
-    unlink_entry(ks, key, e);
-    maybe_shrink(ks, shard_of(ks, key));
+    remove_slot(ks, sh, (uint64_t)i);
+    maybe_shrink(ks, sh);
     return 1;
 }
 
 int64_t ks_ttl_ns(struct keyspace *ks, const struct ks_key *key, int64_t now)
 {
-    struct entry *e = find(ks, key, now);
-    if (e == NULL)
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    if (i < 0)
         return -2;
-    if (e->expire == 0)
+    int64_t x = e_expire(slot_entry(sh, (uint64_t)i));
+    if (x == 0)
         return -1;
-    return e->expire - now;
+    return x - now;
 }
 
 int ks_expire(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t at, int flags)
 {
-    struct entry *e = find(ks, key, now);
-    if (e == NULL)
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    if (i < 0)
         return 0;
     /* Redis 7 semantics: a key without expiry has an infinite TTL for GT/LT. */
-    int has = e->expire != 0;
+    int64_t x = e_expire(slot_entry(sh, (uint64_t)i));
+    int has = x != 0;
     if ((flags & KS_EXPIRE_NX) && has)
         return 0;
     if ((flags & KS_EXPIRE_XX) && !has)
         return 0;
-    if ((flags & KS_EXPIRE_GT) && (!has || at <= e->expire))
+    if ((flags & KS_EXPIRE_GT) && (!has || at <= x))
         return 0;
-    if ((flags & KS_EXPIRE_LT) && has && at >= e->expire)
+    if ((flags & KS_EXPIRE_LT) && has && at >= x)
         return 0;
     if (at <= now) {
-        unlink_entry(ks, key, e);
+        remove_slot(ks, sh, (uint64_t)i);
         return 1;
     }
-    set_expire(shard_of(ks, key), e, at);
+    set_expire(sh, (uint64_t)i, at);
     return 1;
 }
 
 int ks_persist(struct keyspace *ks, const struct ks_key *key, int64_t now)
 {
-    struct entry *e = find(ks, key, now);
-    if (e == NULL || e->expire == 0)
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    if (i < 0 || e_expire(slot_entry(sh, (uint64_t)i)) == 0)
         return 0;
-    set_expire(shard_of(ks, key), e, 0);
+    set_expire(sh, (uint64_t)i, 0);
     return 1;
 }
 
@@ -584,16 +1078,22 @@ uint64_t ks_scan_shard(struct keyspace *ks, unsigned shard, uint64_t cursor, siz
                        int64_t now, ks_visit_fn cb, void *ud)
 {
     struct shard *sh = &ks->shards[shard];
+    uint64_t mask = sh->mask;
     uint64_t v = cursor;
     size_t visited = 0;
     do {
-        for (struct entry *e = sh->buckets[v & sh->mask]; e != NULL; e = e->next) {
-            if (e->expire == 0 || e->expire > now)
-                cb(ud, e->key, e->klen, (enum ks_type)e->type);
+        /* Every key whose home slot is v lies between v and the next empty slot. */
+        uint64_t home = v & mask;
+        for (uint64_t i = home; sh->tags[i] != 0; i = (i + 1) & mask) {
+            const uint8_t *e = slot_entry(sh, i);
+            if ((entry_hash(ks, e) & mask) != home || e_expired(e, now))
+                continue;
+            size_t klen = e_klen(e);
+            cb(ud, e_key(e, klen), klen, e_type(e));
         }
-        /* Increment the reversed cursor: the high bits of the bucket index advance first, so
-         * buckets already visited before a resize map onto visited buckets after it. */
-        v |= ~sh->mask;
+        /* Increment the reversed cursor: the high bits of the home slot advance first, so
+         * homes already visited before a resize map onto visited homes after it. */
+        v |= ~mask;
         v = rev64(v);
         v++;
         v = rev64(v);
@@ -610,23 +1110,18 @@ size_t ks_expire_cycle(struct keyspace *ks, unsigned shard, int64_t now, size_t 
         maybe_shrink(ks, sh);
         return 0;
     }
-    for (size_t i = 0; i < max_buckets; i++) {
-        uint64_t b = sh->expire_cursor & sh->mask;
-        struct entry **pp = &sh->buckets[b];
-        while (*pp != NULL) {
-            struct entry *e = *pp;
-            if (e->expire != 0 && e->expire <= now) {
-                *pp = e->next;
-                free_entry(sh, e);
-                freed++;
-            } else {
-                pp = &e->next;
-            }
+    uint64_t n = sh->mask + 1;
+    uint64_t i = sh->expire_cursor & sh->mask;
+    for (uint64_t examined = 0; examined < max_buckets && examined < n; examined++) {
+        if (sh->tags[i] != 0 && e_expired(slot_entry(sh, i), now)) {
+            /* The backward shift may have moved a later entry into slot i: look again. */
+            remove_slot(ks, sh, i);
+            freed++;
+            continue;
         }
-        sh->expire_cursor = (b + 1) & sh->mask;
-        if (sh->expire_cursor == 0 && i + 1 >= sh->mask + 1)
-            break; /* a whole lap of a small table */
+        i = (i + 1) & sh->mask;
     }
+    sh->expire_cursor = i;
     maybe_shrink(ks, sh);
     return freed;
 }
@@ -635,27 +1130,28 @@ uint64_t ks_dump_shard(struct keyspace *ks, unsigned shard, int64_t now, ks_dump
 {
     struct shard *sh = &ks->shards[shard];
     uint64_t n = 0;
-    for (uint64_t b = 0; b <= sh->mask; b++) {
-        for (struct entry *e = sh->buckets[b]; e != NULL; e = e->next) {
-            if (e->expire != 0 && e->expire <= now)
-                continue; /* SPEC 6: expired state is skipped on write */
-            struct ks_record r = {0};
-            r.type = e->type;
-            r.key = e->key;
-            r.klen = e->klen;
-            r.expire = e->expire;
-            if (e->type == KS_GCRA || e->type == KS_INT) {
-                r.i = e->v.i;
-            } else if (e->type == KS_RAW) {
-                const struct rawstr *str = e->v.p;
-                r.p = str->data;
-                r.len = str->len;
-            } else {
-                r.log = e->v.p;
-            }
-            cb(ud, &r);
-            n++;
+    for (uint64_t i = 0; i <= sh->mask; i++) {
+        if (sh->tags[i] == 0)
+            continue;
+        const uint8_t *e = slot_entry(sh, i);
+        if (e_expired(e, now))
+            continue; /* SPEC 6: expired state is skipped on write */
+        struct ks_record r = {0};
+        r.type = e_type(e);
+        r.klen = e_klen(e);
+        r.key = e_key(e, r.klen);
+        r.expire = e_expire(e);
+        if (r.type == KS_GCRA || r.type == KS_INT) {
+            r.i = e_val(e);
+        } else if (r.type == KS_RAW) {
+            const struct rawstr *str = e_ptr(e);
+            r.p = str->data;
+            r.len = str->len;
+        } else {
+            r.log = e_ptr(e);
         }
+        cb(ud, &r);
+        n++;
     }
     return n;
 }
@@ -663,13 +1159,13 @@ uint64_t ks_dump_shard(struct keyspace *ks, unsigned shard, int64_t now, ks_dump
 void ks_reserve(struct keyspace *ks, uint64_t n)
 {
     uint64_t per = n / ks->nshards + 1;
-    uint64_t size = MIN_BUCKETS;
-    while (size < per && size < (1ull << 40))
+    uint64_t size = MIN_SLOTS;
+    while (size / 8 * 7 < per && size < (1ull << 40))
         size *= 2;
     for (unsigned i = 0; i < ks->nshards; i++) {
         struct shard *sh = &ks->shards[i];
         if (sh->mask + 1 < size)
-            resize(ks, sh, size);
+            rehash(ks, sh, size, 0);
     }
 }
 
@@ -690,34 +1186,49 @@ int ks_restore(struct keyspace *ks, const struct ks_record *r, int64_t now)
     struct ks_key k;
     ks_key_init(ks, &k, r->key, r->klen);
     struct shard *sh = shard_of(ks, &k);
-    struct entry *e = find(ks, &k, now);
-    if (e == NULL)
-        e = insert(ks, &k, r->type);
-    free_value(sh, e);
-    e->type = (uint8_t)r->type;
+    int64_t si = find(ks, sh, &k, now);
+    uint64_t i;
+    if (si < 0) {
+        /* Born in its final shape, so a load does not move entries between classes. */
+        uint8_t f = 0;
+        if (r->expire != 0)
+            f = (r->type == KS_GCRA && r->expire == r->i) ? F_EXP_IS_VAL : F_HAS_EXP;
+        i = insert(ks, sh, &k, r->type, f);
+    } else {
+        i = (uint64_t)si;
+        prepare_new_value(sh, i);
+    }
+    uint8_t *e = slot_entry(sh, i);
+    set_type(e, r->type);
     switch (r->type) {
     case KS_GCRA:
     case KS_INT:
-        e->v.i = r->i;
+        /* An implied expiry must not change before set_expire has counted the old one. */
+        if (e[E_FLAGS] & F_EXP_IS_VAL) {
+            set_gcra(sh, i, r->i);
+            e = slot_entry(sh, i);
+        } else {
+            e_set_val(e, r->i);
+        }
         break;
     case KS_RAW: {
         struct rawstr *str = shard_alloc(sh, sizeof(*str) + r->len);
         str->len = r->len;
         memcpy(str->data, r->p, r->len);
-        e->v.p = str;
+        e_set_ptr(e, str);
         break;
     }
     default: {
         struct swlog *log = shard_alloc(sh, swlog_bytes(r->nts));
         swlog_init(log, r->nts);
         /* Recording in order rebuilds the ring exactly: max_count = n - 1 keeps all n. */
-        for (uint32_t i = 0; i < r->nts; i++)
-            swlog_record(log, r->ts[i], (int64_t)r->nts - 1);
-        e->v.p = log;
+        for (uint32_t j = 0; j < r->nts; j++)
+            swlog_record(log, r->ts[j], (int64_t)r->nts - 1);
+        e_set_ptr(e, log);
         break;
     }
     }
-    set_expire(sh, e, r->expire);
+    set_expire(sh, i, r->expire);
     return 1;
 }
 

@@ -308,3 +308,362 @@ Test(keyspace, type_names)
     cr_assert_str_eq(ks_type_name(KS_RAW), "string");
     cr_assert_str_eq(ks_type_name(KS_SWLOG), "zset");
 }
+
+/* ---- open addressing and slab entries ---- */
+
+static struct ks_key keyfmt(char *buf, size_t cap, const char *fmt, int i)
+{
+    int n = snprintf(buf, cap, fmt, i);
+    struct ks_key k;
+    ks_key_init(ks, &k, buf, (size_t)n);
+    return k;
+}
+
+/* A freed entry is reused by the next entry of its size: deleting half the keys and adding as
+ * many new ones of the same length costs no memory. */
+Test(keyspace, slab_reuse_after_delete)
+{
+    struct gcra_limits l;
+    struct gcra_result r;
+    const char *err;
+    char buf[32];
+    cr_assert_eq(gcra_prepare(15, 30, 600, 1, &l, &err), 0);
+    for (int i = 0; i < 1000; i++) {
+        struct ks_key k = keyfmt(buf, sizeof(buf), "k:%012d", i);
+        cr_assert_eq(ks_gcra_apply(ks, &k, T0, &l, &r, &err), KS_OK);
+    }
+    uint64_t full = ks_used_memory(ks);
+    for (int i = 0; i < 1000; i += 2) {
+        struct ks_key k = keyfmt(buf, sizeof(buf), "k:%012d", i);
+        cr_assert_eq(ks_del(ks, &k, T0), 1);
+    }
+    cr_assert_eq(ks_key_count(ks), 500);
+    /* The same keys again: same shards, so each shard's free list covers them. */
+    for (int i = 0; i < 1000; i += 2) {
+        struct ks_key k = keyfmt(buf, sizeof(buf), "k:%012d", i);
+        cr_assert_eq(ks_gcra_apply(ks, &k, T0, &l, &r, &err), KS_OK);
+    }
+    cr_assert_eq(ks_key_count(ks), 1000);
+    cr_assert_eq(ks_used_memory(ks), full);
+    for (int i = 0; i < 1000; i++) {
+        struct ks_key k = keyfmt(buf, sizeof(buf), "k:%012d", i);
+        cr_assert_eq(ks_get(ks, &k, T0, NULL), KS_GCRA, "k:%d lost", i);
+    }
+}
+
+/* A GCRA entry stores no expiry (it is the TAT); EXPIRE and PERSIST give it one or take it away,
+ * which moves the entry, and the next CL.THROTTLE puts the expiry back at the TAT. */
+Test(keyspace, gcra_shape_changes_on_expire_persist)
+{
+    struct ks_key k = key("k:000000000042");
+    struct gcra_limits l;
+    struct gcra_result r;
+    const char *err;
+    struct ks_value v;
+    cr_assert_eq(gcra_prepare(15, 30, 60, 1, &l, &err), 0);
+    cr_assert_eq(ks_gcra_apply(ks, &k, T0, &l, &r, &err), KS_OK);
+    int64_t tat = T0 + 2 * SEC;
+    cr_assert_eq(ks_ttl_ns(ks, &k, T0), 2 * SEC);
+    cr_assert_eq(ks_expires_count(ks), 1);
+
+    cr_assert_eq(ks_expire(ks, &k, T0, T0 + 100 * SEC, 0), 1);
+    cr_assert_eq(ks_ttl_ns(ks, &k, T0), 100 * SEC);
+    cr_assert_eq(ks_get(ks, &k, T0, &v), KS_GCRA);
+    cr_assert_eq(v.i, tat);
+    cr_assert_eq(ks_expires_count(ks), 1);
+    /* Still there after the TAT: the explicit expiry rules now. */
+    cr_assert_eq(ks_get(ks, &k, T0 + 50 * SEC, &v), KS_GCRA);
+
+    cr_assert_eq(ks_persist(ks, &k, T0), 1);
+    cr_assert_eq(ks_ttl_ns(ks, &k, T0), -1);
+    cr_assert_eq(ks_expires_count(ks), 0);
+    cr_assert_eq(ks_get(ks, &k, T0, &v), KS_GCRA);
+    cr_assert_eq(v.i, tat);
+    /* Moving back and forth reuses the two entries' places: no growth. */
+    uint64_t mem = ks_used_memory(ks);
+    for (int round = 0; round < 100; round++) {
+        cr_assert_eq(ks_expire(ks, &k, T0, T0 + 100 * SEC, 0), 1);
+        cr_assert_eq(ks_persist(ks, &k, T0), 1);
+    }
+    cr_assert_eq(ks_used_memory(ks), mem);
+    cr_assert_eq(ks_get(ks, &k, T0, &v), KS_GCRA);
+    cr_assert_eq(v.i, tat);
+
+    cr_assert_eq(ks_expire(ks, &k, T0, tat, 0), 1); /* exactly the TAT: implied again */
+    cr_assert_eq(ks_ttl_ns(ks, &k, T0), 2 * SEC);
+    cr_assert_eq(ks_expires_count(ks), 1);
+
+    cr_assert_eq(ks_expire(ks, &k, T0, T0 + 9 * SEC, 0), 1);
+    cr_assert_eq(ks_gcra_apply(ks, &k, T0, &l, &r, &err), KS_OK);
+    cr_assert_eq(ks_ttl_ns(ks, &k, T0), 4 * SEC); /* back at the new TAT */
+    cr_assert_eq(ks_expires_count(ks), 1);
+    cr_assert_eq(ks_get(ks, &k, T0 + 4 * SEC, NULL), KS_NONE);
+    cr_assert_eq(ks_expires_count(ks), 0);
+    cr_assert_eq(ks_key_count(ks), 0);
+
+    /* SET with KEEPTTL over GCRA state keeps the TAT as the expiry of the string. */
+    cr_assert_eq(ks_gcra_apply(ks, &k, T0, &l, &r, &err), KS_OK);
+    cr_assert_eq(ks_set(ks, &k, T0, "7", 1, 0, KS_SET_KEEPTTL), 1);
+    cr_assert_eq(ks_get(ks, &k, T0, &v), KS_INT);
+    cr_assert_eq(v.i, 7);
+    cr_assert_eq(ks_ttl_ns(ks, &k, T0), 2 * SEC);
+    cr_assert_eq(ks_expires_count(ks), 1);
+}
+
+struct found {
+    const char *want;
+    size_t len;
+    int hits;
+};
+
+static void find_key(void *ud, const char *key, size_t len, enum ks_type type)
+{
+    (void)type;
+    struct found *f = ud;
+    if (len == f->len && memcmp(key, f->want, len) == 0)
+        f->hits++;
+}
+
+static void dump_find(void *ud, const struct ks_record *r)
+{
+    find_key(ud, r->key, r->klen, r->type);
+}
+
+/* Key lengths around the 1-byte length field's limit (255 = a 4-byte length follows) and
+ * around the largest slab class, up to a large-entry block. */
+Test(keyspace, key_lengths)
+{
+    static const size_t lens[] = {0, 1, 254, 255, 256, 70000};
+    uint64_t base = ks_used_memory(ks);
+    char *buf = malloc(70000);
+    cr_assert_not_null(buf);
+    for (size_t n = 0; n < sizeof(lens) / sizeof(lens[0]); n++) {
+        size_t len = lens[n];
+        for (size_t j = 0; j < len; j++)
+            buf[j] = (char)('a' + (j * 7 + len) % 26);
+        struct ks_key k;
+        ks_key_init(ks, &k, buf, len);
+        struct ks_value v;
+        cr_assert_eq(ks_set(ks, &k, T0, "12", 2, 0, 0), 1, "len %zu", len);
+        cr_assert_eq(ks_get(ks, &k, T0, &v), KS_INT, "len %zu", len);
+        cr_assert_eq(v.i, 12);
+        cr_assert_eq(ks_expire(ks, &k, T0, T0 + SEC, 0), 1);
+        cr_assert_eq(ks_ttl_ns(ks, &k, T0), SEC, "len %zu", len);
+        cr_assert_eq(ks_set(ks, &k, T0, "text", 4, 0, KS_SET_KEEPTTL), 1);
+        cr_assert_eq(ks_get(ks, &k, T0, &v), KS_RAW);
+        cr_assert_arr_eq(v.p, "text", 4);
+        cr_assert_eq(ks_persist(ks, &k, T0), 1);
+        cr_assert_eq(ks_ttl_ns(ks, &k, T0), -1);
+
+        struct found f = {buf, len, 0};
+        for (unsigned s = 0; s < ks_nshards(ks); s++) {
+            uint64_t cur = 0;
+            do
+                cur = ks_scan_shard(ks, s, cur, 10, T0, find_key, &f);
+            while (cur != 0);
+        }
+        cr_assert_eq(f.hits, 1, "len %zu scanned %d times", len, f.hits);
+        f.hits = 0;
+        for (unsigned s = 0; s < ks_nshards(ks); s++)
+            ks_dump_shard(ks, s, T0, dump_find, &f);
+        cr_assert_eq(f.hits, 1, "len %zu dumped %d times", len, f.hits);
+
+        /* A one-byte change is another key. */
+        if (len > 0) {
+            buf[len - 1] ^= 1;
+            struct ks_key other;
+            ks_key_init(ks, &other, buf, len);
+            cr_assert_eq(ks_get(ks, &other, T0, NULL), KS_NONE);
+            buf[len - 1] ^= 1;
+        }
+        cr_assert_eq(ks_del(ks, &k, T0), 1);
+        cr_assert_eq(ks_get(ks, &k, T0, NULL), KS_NONE);
+        cr_assert_eq(ks_key_count(ks), 0);
+    }
+    /* Restore takes every length back. */
+    for (size_t n = 0; n < sizeof(lens) / sizeof(lens[0]); n++) {
+        struct ks_record r = {0};
+        r.type = KS_GCRA;
+        r.key = buf;
+        r.klen = lens[n];
+        r.i = T0 + 5 * SEC;
+        r.expire = r.i;
+        memset(buf, 'x', lens[n]);
+        cr_assert_eq(ks_restore(ks, &r, T0), 1);
+        struct ks_key k;
+        ks_key_init(ks, &k, buf, lens[n]);
+        cr_assert_eq(ks_ttl_ns(ks, &k, T0), 5 * SEC);
+    }
+    cr_assert_eq(ks_key_count(ks), 6);
+    for (unsigned s = 0; s < ks_nshards(ks); s++)
+        ks_flush_shard(ks, s);
+    cr_assert_eq(ks_used_memory(ks), base);
+    free(buf);
+}
+
+/* ---- a randomized check of insert, backward-shift delete, expiry and resizes against a plain
+ * array model (fixed seed, so a failure reproduces) ---- */
+
+enum { MODEL_KEYS = 3000 };
+
+struct model_key {
+    int present;
+    int gcra;
+    int64_t val;
+    int64_t expire;
+};
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
+
+static uint64_t rng(void)
+{
+    /* xorshift64*: a fixed, portable sequence. */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545F4914F6CDD1DULL;
+}
+
+static struct ks_key model_key(char *buf, size_t cap, int i)
+{
+    /* Varied lengths, so several size classes (with and without an expiry field) mix. */
+    int n = snprintf(buf, cap, "m:%d:%.*s", i, i % 40, "0123456789012345678901234567890123456789");
+    struct ks_key k;
+    ks_key_init(ks, &k, buf, (size_t)n);
+    return k;
+}
+
+static int model_live(const struct model_key *m, int64_t now)
+{
+    return m->present && (m->expire == 0 || m->expire > now);
+}
+
+struct scan_hits {
+    unsigned char *hit;
+};
+
+static void model_mark(void *ud, const char *key, size_t len, enum ks_type type)
+{
+    (void)type;
+    struct scan_hits *s = ud;
+    char tmp[64];
+    cr_assert_lt(len, sizeof(tmp));
+    memcpy(tmp, key, len);
+    tmp[len] = '\0';
+    int i = atoi(tmp + 2);
+    cr_assert(i >= 0 && i < MODEL_KEYS);
+    s->hit[i] = 1;
+}
+
+static void model_check(struct model_key *m, int64_t now)
+{
+    char buf[64];
+    uint64_t live = 0, with_exp = 0;
+    for (int i = 0; i < MODEL_KEYS; i++) {
+        struct ks_key k = model_key(buf, sizeof(buf), i);
+        struct ks_value v;
+        enum ks_type t = ks_get(ks, &k, now, &v);
+        if (!model_live(&m[i], now)) {
+            cr_assert_eq(t, KS_NONE, "key %d should be absent", i);
+            m[i].present = 0;
+            continue;
+        }
+        cr_assert_eq(t, m[i].gcra ? KS_GCRA : KS_INT, "key %d type %d", i, t);
+        cr_assert_eq(v.i, m[i].val, "key %d value", i);
+        int64_t ttl = ks_ttl_ns(ks, &k, now);
+        cr_assert_eq(ttl, m[i].expire ? m[i].expire - now : -1, "key %d ttl", i);
+        live++;
+        with_exp += m[i].expire != 0;
+    }
+    cr_assert_eq(ks_key_count(ks), live);
+    cr_assert_eq(ks_expires_count(ks), with_exp);
+    /* A full SCAN returns every live key. */
+    static unsigned char hit[MODEL_KEYS];
+    memset(hit, 0, sizeof(hit));
+    struct scan_hits s = {hit};
+    for (unsigned sh = 0; sh < ks_nshards(ks); sh++) {
+        uint64_t cur = 0;
+        do
+            cur = ks_scan_shard(ks, sh, cur, 7, now, model_mark, &s);
+        while (cur != 0);
+    }
+    for (int i = 0; i < MODEL_KEYS; i++)
+        cr_assert_eq(hit[i], model_live(&m[i], now), "scan and key %d disagree", i);
+}
+
+Test(keyspace, random_ops_match_model)
+{
+    static struct model_key m[MODEL_KEYS];
+    memset(m, 0, sizeof(m));
+    struct gcra_limits l;
+    struct gcra_result r;
+    const char *err;
+    char buf[64];
+    cr_assert_eq(gcra_prepare(5, 10, 1, 1, &l, &err), 0);
+    int64_t now = T0;
+    uint64_t base = ks_used_memory(ks);
+    for (int step = 0; step < 300000; step++) {
+        /* Phases: fill up (tables grow), drain (tables shrink and compact), churn. */
+        int phase = (step / 50000) % 3;
+        int i = (int)(rng() % MODEL_KEYS);
+        struct ks_key k = model_key(buf, sizeof(buf), i);
+        unsigned op = (unsigned)(rng() % 100);
+        int del_pct = phase == 0 ? 5 : phase == 1 ? 70 : 30;
+        if (!model_live(&m[i], now))
+            m[i].present = 0;
+        if ((int)op < del_pct) {
+            cr_assert_eq(ks_del(ks, &k, now), m[i].present, "del %d step %d", i, step);
+            m[i].present = 0;
+        } else if (op < 80) {
+            int rc = ks_gcra_apply(ks, &k, now, &l, &r, &err);
+            if (m[i].present && !m[i].gcra) {
+                cr_assert_eq(rc, KS_WRONGTYPE);
+                continue;
+            }
+            cr_assert_eq(rc, KS_OK);
+            if (r.store) {
+                m[i].present = 1;
+                m[i].gcra = 1;
+                m[i].val = r.new_tat;
+                m[i].expire = r.new_tat;
+            }
+        } else if (op < 88) {
+            int64_t n = (int64_t)(rng() % 1000);
+            char num[24];
+            int len = snprintf(num, sizeof(num), "%lld", (long long)n);
+            int64_t at = rng() % 2 ? now + (int64_t)(rng() % 3000) * MS + 1 : 0;
+            cr_assert_eq(ks_set(ks, &k, now, num, (size_t)len, at, 0), 1);
+            m[i] = (struct model_key){1, 0, n, at};
+        } else if (op < 94) {
+            int64_t at = now + (int64_t)(rng() % 5000) * MS - 500 * MS;
+            int rc = ks_expire(ks, &k, now, at, 0);
+            cr_assert_eq(rc, m[i].present, "expire %d", i);
+            if (m[i].present) {
+                if (at <= now)
+                    m[i].present = 0;
+                else
+                    m[i].expire = at;
+            }
+        } else if (op < 97) {
+            int rc = ks_persist(ks, &k, now);
+            cr_assert_eq(rc, m[i].present && m[i].expire != 0, "persist %d", i);
+            if (m[i].present)
+                m[i].expire = 0;
+        } else {
+            now += (int64_t)(rng() % 50) * MS;
+            for (unsigned s = 0; s < ks_nshards(ks); s++)
+                ks_expire_cycle(ks, s, now, 16);
+        }
+        if (step % 25000 == 24999)
+            model_check(m, now);
+    }
+    model_check(m, now);
+    for (int i = 0; i < MODEL_KEYS; i++) {
+        struct ks_key k = model_key(buf, sizeof(buf), i);
+        ks_del(ks, &k, now);
+    }
+    cr_assert_eq(ks_key_count(ks), 0);
+    cr_assert_eq(ks_expires_count(ks), 0);
+    /* Deleting everything shrinks every table back and compacts the slabs away. */
+    cr_assert_eq(ks_used_memory(ks), base);
+}
