@@ -310,15 +310,19 @@ static int hook_shutdown(void *ud, int save, char *err, size_t errlen)
 {
     struct server *srv = ud;
     log_warning("User requested shutdown...");
-    /* Like Redis: refuse to stop when the final snapshot cannot be written, so that a limit
-     * does not silently reset; SHUTDOWN NOSAVE stops anyway. */
+    /* Like Redis: save first, and refuse to stop if that fails (full disk, unwritable dir), so
+     * a limit never silently resets; SHUTDOWN NOSAVE stops anyway. The loops keep serving
+     * until request_stop, so the final save after they stop runs again if anything changed. */
     if (save != 0 && srv->persist != NULL) {
         char why[512];
-        if (persist_check_dir(srv->persist, why, sizeof(why)) != 0) {
+        uint64_t dirty = dirty_total(srv);
+        if (persist_save(srv->persist, 0, dirty, why, sizeof(why)) != 0) {
             log_warning("Error trying to save the snapshot before shutdown: %s", why);
             snprintf(err, errlen, "Errors trying to SHUTDOWN. Check logs.");
             return -1;
         }
+        srv->saved_dirty = dirty;
+        srv->saved_before_stop = 1;
     }
     srv->final_save = save != 0;
     request_stop(srv);
@@ -561,6 +565,9 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
     /* Every loop has stopped: the snapshot holds every answered command (SPEC 6). */
     if (persist != NULL) {
         persist_wait(persist);
+        /* SHUTDOWN already saved; save again only if commands changed state meanwhile. */
+        if (srv->final_save && srv->saved_before_stop && dirty_total(srv) == srv->saved_dirty)
+            srv->final_save = 0;
         if (srv->final_save) {
             char err[512];
             /* A big keyspace may take a while: tell systemd not to kill us meanwhile. */

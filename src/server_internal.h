@@ -86,6 +86,8 @@ struct server {
     struct persist *persist;
     const char *config_file;        /* re-read on SIGHUP; NULL without -c */
     int final_save;                 /* 0 after SHUTDOWN NOSAVE */
+    int saved_before_stop;          /* SHUTDOWN saved before stopping the loops ... */
+    uint64_t saved_dirty;           /* ... at this write count */
     int tcp_fds[16][CONF_MAX_BIND]; /* per thread, per address: SO_REUSEPORT sockets */
     int ntcp;                       /* addresses bound */
 };

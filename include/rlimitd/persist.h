@@ -25,8 +25,9 @@ void persist_set_lock(struct persist *p, pthread_mutex_t *conf_lock);
 /* Waits for a background save, frees, sets *pp to NULL. */
 void persist_destroy(struct persist **pp);
 
-/* Loads dir/dbfilename into the (empty) keyspace before any thread runs. A missing file is not
- * an error. Returns 0, or -1 with err = "path: offset N: reason" (the file is left as it is). */
+/* Loads dir/dbfilename into the (empty) keyspace before any thread runs, after removing the
+ * temporary files of saves cut short by a crash (dbfilename.tmp-PID whose PID is not running).
+ * A missing file is not an error. Returns 0, or -1 with err = "path: offset N: reason" (the file is left as it is). */
 int persist_load(struct persist *p, char *err, size_t errlen);
 
 /* SAVE (background 0: in the calling thread) or BGSAVE (background 1: on a new thread).
@@ -41,9 +42,6 @@ void persist_tick(struct persist *p, uint64_t dirty_now);
 
 /* Waits for a running background save to finish. */
 void persist_wait(struct persist *p);
-
-/* Checks that a save could create its temporary file (SHUTDOWN refuses to stop otherwise). */
-int persist_check_dir(struct persist *p, char *err, size_t errlen);
 
 /* Appends the INFO persistence fields after "loading:0" (rdb_*, aof_*). */
 void persist_info(struct persist *p, struct rbuf *out, uint64_t dirty_now);
