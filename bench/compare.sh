@@ -18,7 +18,7 @@
 #   4. bench_core, the no-network micro-benchmark of the limiter core;
 #   5. the issue 5 targets, met or missed.
 # --quick: 200k keys instead of 1M/10M, 1 s per benchmark, 1 round (under 2 minutes, for CI).
-# A full run takes about 40 minutes on 2 cores, most of it Redis loading 100M window attempts.
+# A full run takes 25-40 minutes on 2 cores, most of it Redis running the window script 100M times.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
