@@ -1,13 +1,13 @@
 /* cmd_key.c - keyspace commands: EXISTS, DEL/UNLINK, TYPE, TTL, PTTL, EXPIRE, PEXPIRE, PERSIST,
  * SCAN, DBSIZE, FLUSHALL/FLUSHDB. */
 #include "cmd_internal.h"
+#include "rlimitd/clock.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "rlimitd/util.h"
 
-#define NS_PER_MS 1000000LL
 
 void cmd_exists(struct cmd_ctx *x)
 {
@@ -34,7 +34,7 @@ void cmd_type(struct cmd_ctx *x)
 static int64_t pttl_ms(struct cmd_ctx *x)
 {
     int64_t ns = ks_ttl_ns(x->env->ks, &x->keys[0], x->now);
-    return ns < 0 ? ns : (ns + NS_PER_MS - 1) / NS_PER_MS;
+    return ns < 0 ? ns : (ns + CLOCK_NS_PER_MS - 1) / CLOCK_NS_PER_MS;
 }
 
 void cmd_pttl(struct cmd_ctx *x)
@@ -87,12 +87,12 @@ static void expire_generic(struct cmd_ctx *x, int64_t unit_ns, const char *name)
 
 void cmd_expire(struct cmd_ctx *x)
 {
-    expire_generic(x, 1000000000LL, "expire");
+    expire_generic(x, CLOCK_NS_PER_SEC, "expire");
 }
 
 void cmd_pexpire(struct cmd_ctx *x)
 {
-    expire_generic(x, NS_PER_MS, "pexpire");
+    expire_generic(x, CLOCK_NS_PER_MS, "pexpire");
 }
 
 void cmd_persist(struct cmd_ctx *x)

@@ -1,12 +1,12 @@
 /* cmd_string.c - the fixed-window recipe's commands: GET, SET, INCR, INCRBY, DECR, DECRBY. */
 #include "cmd_internal.h"
+#include "rlimitd/clock.h"
 
 #include <limits.h>
 #include <string.h>
 
 #include "rlimitd/util.h"
 
-#define NS_PER_MS 1000000LL
 
 void cmd_get(struct cmd_ctx *x)
 {
@@ -58,7 +58,7 @@ void cmd_set(struct cmd_ctx *x)
             flags |= KS_SET_KEEPTTL;
         } else if (arg_is(x, i, "EX") || arg_is(x, i, "PX") || arg_is(x, i, "EXAT") ||
                    arg_is(x, i, "PXAT")) {
-            unit = (x->argv[i][0] | 0x20) == 'e' ? 1000000000LL : NS_PER_MS;
+            unit = (x->argv[i][0] | 0x20) == 'e' ? CLOCK_NS_PER_SEC : CLOCK_NS_PER_MS;
             absolute = x->lens[i] == 4;
             if (have_expire || (flags & KS_SET_KEEPTTL) || i + 1 >= x->argc) {
                 reply_syntax_error(x->out);

@@ -4,11 +4,10 @@
  * check every multiplication and addition instead and reject the call with a message naming the
  * argument (SPEC 2, "Validation"). Valid input gives redis-cell's answers exactly. */
 #include "rlimitd/gcra.h"
+#include "rlimitd/clock.h"
 
 #include <stddef.h>
 
-#define NS_PER_SEC 1000000000LL
-#define NS_PER_MS 1000000LL
 
 int gcra_prepare(int64_t max_burst, int64_t count, int64_t period_s, int64_t quantity,
                  struct gcra_limits *out, const char **err)
@@ -31,7 +30,7 @@ int gcra_prepare(int64_t max_burst, int64_t count, int64_t period_s, int64_t qua
         *err = "invalid quantity: must be >= 0";
         return -1;
     }
-    if (__builtin_mul_overflow(period_s, NS_PER_SEC, &period_ns)) {
+    if (__builtin_mul_overflow(period_s, CLOCK_NS_PER_SEC, &period_ns)) {
         *err = "period too large";
         return -1;
     }
@@ -61,7 +60,7 @@ int64_t gcra_ceil_seconds(int64_t ns)
 {
     /* SPEC 2: truncate to whole milliseconds first, as redis-cell does, then round up to
      * seconds. So 1,000,000,001 ns is 1 s but 1,001,000,000 ns is 2 s. */
-    int64_t ms = ns / NS_PER_MS;
+    int64_t ms = ns / CLOCK_NS_PER_MS;
 
     return ms / 1000 + (ms % 1000 != 0);
 }

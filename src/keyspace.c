@@ -42,6 +42,7 @@
  * another shard (its lock stays the same). Nothing here takes a lock: keyspace.h states what the
  * caller must hold. */
 #include "rlimitd/keyspace.h"
+#include "rlimitd/clock.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -56,7 +57,6 @@
 #include "rlimitd/util.h"
 
 #define MIN_SLOTS 16
-#define NS_PER_MS 1000000
 #define PAGE 4096u
 
 /* Slot arrays at least this many slots come from mmap: 5 * 4096 bytes is whole pages, and a
@@ -874,7 +874,7 @@ int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, i
                    int64_t max_count, int *allowed)
 {
     struct shard *sh = shard_of(ks, key);
-    int64_t now_ms = now / NS_PER_MS;
+    int64_t now_ms = now / CLOCK_NS_PER_MS;
     int64_t i = find(ks, sh, key, now);
     if (i >= 0 && e_type(slot_entry(sh, (uint64_t)i)) != KS_SWLOG)
         return KS_WRONGTYPE;
@@ -904,7 +904,7 @@ int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, i
     *allowed = swlog_record(log, now_ms, max_count);
     /* SPEC 3: the key expires `period` after its newest attempt. cmd_limit bounds period so
      * this cannot overflow. */
-    set_expire(sh, (uint64_t)i, (swlog_newest(log) + period_ms) * NS_PER_MS);
+    set_expire(sh, (uint64_t)i, (swlog_newest(log) + period_ms) * CLOCK_NS_PER_MS);
     return KS_OK;
 }
 

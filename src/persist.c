@@ -17,7 +17,6 @@
 #include "rlimitd/log.h"
 #include "rlimitd/snap.h"
 
-#define NS 1000000000LL
 #define BGSAVE_NICE 19
 
 struct persist {
@@ -49,7 +48,7 @@ struct persist *persist_create(struct keyspace *ks, struct conf *conf)
     p->conf = conf;
     pthread_mutex_init(&p->lock, NULL);
     pthread_mutex_init(&p->save_lock, NULL);
-    p->last_save_s = clock_now_ns() / NS;
+    p->last_save_s = clock_now_ns() / CLOCK_NS_PER_SEC;
     p->last_attempt_ns = clock_mono_ns();
     p->last_bg_ok = 1;
     p->last_bg_secs = -1;
@@ -171,7 +170,7 @@ int persist_load(struct persist *p, char *err, size_t errlen)
     log_notice("Snapshot %s loaded: %llu keys (%llu expired and skipped) in %.3f seconds", path,
                (unsigned long long)st.loaded, (unsigned long long)st.expired, secs);
     pthread_mutex_lock(&p->lock);
-    p->last_save_s = info.created_ns / NS;
+    p->last_save_s = info.created_ns / CLOCK_NS_PER_SEC;
     pthread_mutex_unlock(&p->lock);
     return 0;
 }
@@ -222,11 +221,11 @@ static int run_save(struct persist *p, uint64_t dirty, int background, char *err
     pthread_mutex_lock(&p->save_lock);
     int rc = save_now(p, err, errlen);
     pthread_mutex_unlock(&p->save_lock);
-    int64_t secs = (clock_mono_ns() - t0 + NS / 2) / NS;
+    int64_t secs = (clock_mono_ns() - t0 + CLOCK_NS_PER_SEC / 2) / CLOCK_NS_PER_SEC;
     pthread_mutex_lock(&p->lock);
     p->last_attempt_ns = clock_mono_ns();
     if (rc == 0) {
-        p->last_save_s = clock_now_ns() / NS;
+        p->last_save_s = clock_now_ns() / CLOCK_NS_PER_SEC;
         p->dirty_at_save = dirty;
         p->saves++;
     }
@@ -315,7 +314,7 @@ void persist_tick(struct persist *p, uint64_t dirty_now)
         return;
     pthread_mutex_lock(&p->lock);
     int due = !p->bg_running && dirty_now != p->dirty_at_save &&
-              clock_mono_ns() - p->last_attempt_ns >= interval * NS;
+              clock_mono_ns() - p->last_attempt_ns >= interval * CLOCK_NS_PER_SEC;
     pthread_mutex_unlock(&p->lock);
     if (due) {
         char err[512];
@@ -328,7 +327,8 @@ void persist_info(struct persist *p, struct rbuf *out, uint64_t dirty_now)
 {
     char buf[1024];
     pthread_mutex_lock(&p->lock);
-    int64_t current = p->bg_running ? (clock_mono_ns() - p->bg_start_ns) / NS : -1;
+    int64_t current =
+        p->bg_running ? (clock_mono_ns() - p->bg_start_ns) / CLOCK_NS_PER_SEC : -1;
     int n = snprintf(buf, sizeof(buf),
                      "rdb_changes_since_last_save:%llu\r\n"
                      "rdb_bgsave_in_progress:%d\r\n"

@@ -4,6 +4,10 @@
 
 #include <stdint.h>
 
+/* Every time in rlimitd is int64 nanoseconds; these convert to the units commands speak. */
+#define CLOCK_NS_PER_MS 1000000LL
+#define CLOCK_NS_PER_SEC 1000000000LL
+
 /* CLOCK_REALTIME in nanoseconds, or the fake time when one is set. */
 int64_t clock_now_ns(void);
 
