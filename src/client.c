@@ -100,7 +100,8 @@ static struct resp_limits current_limits(struct server *srv)
     return lim;
 }
 
-void client_refresh_config(struct client *c)
+/* Applies a new configuration generation (limits) to the client. */
+static void client_refresh_config(struct client *c)
 {
     struct resp_limits lim = current_limits(c->thread->srv);
     resp_set_limits(c->resp, &lim);

@@ -183,7 +183,10 @@ void reply_ks_error(struct rbuf *out, int rc)
     }
 }
 
-size_t isallowed_key(char *buf, const char *user, size_t ulen, const char *action, size_t alen)
+/* The ISALLOWED state key "hist:{user}:action" (SPEC 3) written into buf (room for
+ * ulen + alen + 8 bytes). Returns its length. */
+static size_t isallowed_key(char *buf, const char *user, size_t ulen, const char *action,
+                            size_t alen)
 {
     /* SPEC 3: the recipe's key, with the user as a Redis hash tag. */
     memcpy(buf, "hist:{", 6);

@@ -64,9 +64,6 @@ void reply_syntax_error(struct rbuf *out);
 /* Replies for KS_WRONGTYPE / KS_OOM / KS_NOTINT / KS_OVERFLOW. */
 void reply_ks_error(struct rbuf *out, int rc);
 
-/* The ISALLOWED state key "hist:{user}:action" (SPEC 3) written into buf (cap bytes at least
- * lens[1] + lens[2] + 8). Returns its length. */
-size_t isallowed_key(char *buf, const char *user, size_t ulen, const char *action, size_t alen);
 
 /* Handlers. */
 #define HANDLERS(X)                                                                               \

@@ -277,7 +277,6 @@ static void hook_client_list(void *ud, struct rbuf *out, const struct session *o
     }
     pthread_mutex_unlock(&srv->env.names_lock);
     pthread_mutex_unlock(&srv->registry_lock);
-    /* CLIENT INFO answers one line without the trailing newline handling of LIST: same. */
 }
 
 static int hook_client_kill(void *ud, uint64_t id, const char *addr)

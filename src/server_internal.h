@@ -98,8 +98,6 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix);
 void client_close_after_flush(struct client *c);
 /* Closes the client now (pending output dropped). */
 void client_close(struct client *c);
-/* Applies a new configuration generation (limits) to the client. */
-void client_refresh_config(struct client *c);
 /* CLIENT LIST line of c appended to out (caller holds registry_lock). */
 void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_ms);
 
