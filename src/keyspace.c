@@ -844,32 +844,6 @@ int ks_gcra_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
     return KS_OK;
 }
 
-/* Window logs grow geometrically but never past max_count + 1 slots (SPEC 3), and shrink when
- * they are mostly empty, so a burst does not pin memory forever. */
-static uint32_t ring_capacity(uint32_t cap, uint32_t needed, int64_t max_count)
-{
-    uint64_t ceiling = (uint64_t)max_count + 1;
-    if (needed > cap) {
-        uint64_t grown = (uint64_t)cap * 2;
-        if (grown < needed)
-            grown = needed;
-        if (grown > ceiling)
-            grown = ceiling;
-        return (uint32_t)grown;
-    }
-    if (cap > ceiling || (cap > 8 && needed < cap / 4)) {
-        uint64_t shrunk = (uint64_t)needed * 2;
-        if (shrunk < 4)
-            shrunk = 4;
-        if (shrunk > ceiling)
-            shrunk = ceiling;
-        if (shrunk < needed)
-            shrunk = needed;
-        return (uint32_t)shrunk;
-    }
-    return cap;
-}
-
 int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t period_ms,
                    int64_t max_count, int *allowed)
 {
@@ -892,7 +866,7 @@ int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, i
     struct swlog *log = e_ptr(e);
     swlog_trim(log, now_ms, period_ms);
     uint32_t needed = swlog_needed(log, max_count);
-    uint32_t cap = ring_capacity(log->cap, needed, max_count);
+    uint32_t cap = swlog_fit_cap(log->cap, needed, max_count);
     if (cap != log->cap) {
         struct swlog *bigger = shard_alloc(sh, swlog_bytes(cap));
         swlog_init(bigger, cap);

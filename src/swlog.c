@@ -113,3 +113,29 @@ int swlog_record(struct swlog *log, int64_t now_ms, int64_t max_count)
     log->len++;
     return (uint64_t)log->len <= (uint64_t)max_count;
 }
+
+/* Geometric growth keeps the copies amortized O(1) per attempt; the max_count + 1 ceiling is
+ * SPEC 3's bound; shrinking only below a quarter full avoids copying back and forth. */
+uint32_t swlog_fit_cap(uint32_t cap, uint32_t needed, int64_t max_count)
+{
+    uint64_t ceiling = (uint64_t)max_count + 1;
+    if (needed > cap) {
+        uint64_t grown = (uint64_t)cap * 2;
+        if (grown < needed)
+            grown = needed;
+        if (grown > ceiling)
+            grown = ceiling;
+        return (uint32_t)grown;
+    }
+    if (cap > ceiling || (cap > 8 && needed < cap / 4)) {
+        uint64_t shrunk = (uint64_t)needed * 2;
+        if (shrunk < 4)
+            shrunk = 4;
+        if (shrunk > ceiling)
+            shrunk = ceiling;
+        if (shrunk < needed)
+            shrunk = needed;
+        return (uint32_t)shrunk;
+    }
+    return cap;
+}

@@ -36,6 +36,12 @@ uint32_t swlog_needed(const struct swlog *log, int64_t max_count);
 /* Copies the newest min(src->len, dst->cap) attempts of src into the empty log dst. */
 void swlog_copy(struct swlog *dst, const struct swlog *src);
 
+/* The ring size to hold `needed` slots under max_count, given the current cap: grows
+ * geometrically but never past max_count + 1, shrinks when mostly empty (so a burst does not pin
+ * memory forever). Returns cap itself when no move is worth it. Shared by every owner of a log
+ * (the daemon's keyspace, the Redis module) so they size rings alike. */
+uint32_t swlog_fit_cap(uint32_t cap, uint32_t needed, int64_t max_count);
+
 /* Records one attempt at now_ms (or at the newest timestamp if the clock went back), dropping
  * the oldest if the log already holds max_count + 1, and returns 1 if the attempts in
  * (now - period, now] number at most max_count, else 0. Requires cap >= swlog_needed() and
