@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "rlimitd/clock.h"
+#include "rlimitd/isallowed.h"
 #include "rlimitd/util.h"
 #include "slowlog.h"
 
@@ -183,20 +184,6 @@ void reply_ks_error(struct rbuf *out, int rc)
     }
 }
 
-/* The ISALLOWED state key "hist:{user}:action" (SPEC 3) written into buf (room for
- * ulen + alen + 8 bytes). Returns its length. */
-static size_t isallowed_key(char *buf, const char *user, size_t ulen, const char *action,
-                            size_t alen)
-{
-    /* SPEC 3: the recipe's key, with the user as a Redis hash tag. */
-    memcpy(buf, "hist:{", 6);
-    memcpy(buf + 6, user, ulen);
-    buf[6 + ulen] = '}';
-    buf[7 + ulen] = ':';
-    memcpy(buf + 8 + ulen, action, alen);
-    return 8 + ulen + alen;
-}
-
 /* Subcommand errors and HELP replies, in Redis's texts, for the container commands. */
 void reply_subcmd_unknown(struct cmd_ctx *x, const char *cmd)
 {
@@ -334,7 +321,7 @@ static int collect_keys(const struct cmd_def *d, struct session *s, int argc, ch
     struct scratch *sc = session_scratch(s);
     int n = 0;
     if (d->flags & CMD_KEYDERIVED) {
-        size_t need = lens[1] + lens[2] + 8;
+        size_t need = isallowed_key_len(lens[1], lens[2]);
         if (sc->dcap < need) {
             free(sc->derived);
             sc->dcap = need < 256 ? 256 : need;

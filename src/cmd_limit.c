@@ -4,10 +4,7 @@
 #include <string.h>
 
 #include "rlimitd/gcra.h"
-
-/* The longest ISALLOWED period: 100 years, so that expiry arithmetic in ns stays far from
- * int64 overflow for any wall clock this century. */
-#define ISALLOWED_MAX_PERIOD 3153600000LL
+#include "rlimitd/isallowed.h"
 
 void cmd_throttle(struct cmd_ctx *x)
 {
@@ -51,20 +48,15 @@ void cmd_isallowed(struct cmd_ctx *x)
     int64_t period, max_count;
     if (arg_i64(x, 3, &period) || arg_i64(x, 4, &max_count))
         return;
-    if (period < 1 || period > ISALLOWED_MAX_PERIOD) {
-        reply_errorf(x->out, "ERR invalid period: must be between 1 and %lld seconds",
-                     (long long)ISALLOWED_MAX_PERIOD);
-        return;
-    }
     int64_t ceiling = __atomic_load_n(&x->env->conf->window_max_count, __ATOMIC_RELAXED);
-    if (max_count < 0 || max_count > ceiling) {
-        reply_errorf(x->out,
-                     "ERR invalid max_count: must be between 0 and %lld (window-max-count)",
-                     (long long)ceiling);
+    int64_t period_ms;
+    char err[128];
+    if (isallowed_prepare(period, max_count, ceiling, &period_ms, err, sizeof err) != 0) {
+        reply_errorf(x->out, "ERR %s", err);
         return;
     }
     int allowed;
-    int rc = ks_swlog_apply(x->env->ks, &x->keys[0], x->now, period * 1000, max_count, &allowed);
+    int rc = ks_swlog_apply(x->env->ks, &x->keys[0], x->now, period_ms, max_count, &allowed);
     if (rc != KS_OK) {
         reply_ks_error(x->out, rc);
         return;

@@ -1,0 +1,30 @@
+/* isallowed.h - ISALLOWED's request rules (SPEC 3), shared by the daemon and the Redis module:
+ * the state key it derives from its arguments and the validation of period and max_count.
+ *
+ * Pure: no I/O, no allocation. The window arithmetic itself is swlog.h. */
+#ifndef RLIMITD_ISALLOWED_H
+#define RLIMITD_ISALLOWED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The longest period: 100 years, so that expiry arithmetic in ns stays far from int64 overflow
+ * for any wall clock this century. */
+#define ISALLOWED_MAX_PERIOD_S 3153600000LL
+
+/* The default ceiling on max_count (the daemon's window-max-count, the module's load argument). */
+#define ISALLOWED_DEFAULT_MAX_COUNT 1000000LL
+
+/* Length of the state key "hist:{user}:action" for a user and action of these lengths. */
+size_t isallowed_key_len(size_t ulen, size_t alen);
+
+/* Writes the state key into buf (room for isallowed_key_len bytes); returns its length. */
+size_t isallowed_key(char *buf, const char *user, size_t ulen, const char *action, size_t alen);
+
+/* Validates period (seconds) and max_count against the configured ceiling. Returns 0 and sets
+ * *period_ms, or -1 with the error text (after "ERR ") written to err (errlen bytes, NUL
+ * terminated), naming the argument as SPEC 3's clients see it. */
+int isallowed_prepare(int64_t period_s, int64_t max_count, int64_t ceiling, int64_t *period_ms,
+                      char *err, size_t errlen);
+
+#endif
