@@ -1,0 +1,147 @@
+/* module_cmds.c - CL.THROTTLE (SPEC 2) and ISALLOWED (SPEC 3) inside Redis/Valkey: the same
+ * validation, arithmetic and replies as the daemon (gcra.c, swlog.c, isallowed.c), on Redis keys.
+ *
+ * Replication carries effects, not commands: the primary decides with its own clock and
+ * propagates what it stored (RLIMIT.SETTAT, RLIMIT.LOGPUSH, see module_effects.c), so replicas
+ * and AOF replay hold the primary's exact state instead of recomputing with another clock.
+ * Limited calls and peeks store nothing and so propagate nothing. */
+#include "module_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "rlimitd/gcra.h"
+#include "rlimitd/isallowed.h"
+#include "rlimitd/util.h"
+
+int rl_reply_err(RedisModuleCtx *ctx, const char *text)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "ERR %s", text);
+    return RedisModule_ReplyWithError(ctx, buf);
+}
+
+int rl_reply_arity(RedisModuleCtx *ctx, const char *cmd)
+{
+    /* Redis's own WrongArity echoes the name as typed; the daemon (like Redis 7 for built-in
+     * commands) names it in lower case, and the two must answer alike. */
+    char buf[128];
+    snprintf(buf, sizeof buf, "wrong number of arguments for '%s' command", cmd);
+    return rl_reply_err(ctx, buf);
+}
+
+int rl_arg_i64(RedisModuleCtx *ctx, RedisModuleString *arg, int64_t *out)
+{
+    size_t len;
+    const char *s = RedisModule_StringPtrLen(arg, &len);
+    if (util_parse_i64(s, len, out) != 0) {
+        rl_reply_err(ctx, "value is not an integer or out of range");
+        return -1;
+    }
+    return 0;
+}
+
+/* SPEC 2: the wall clock, read once per command. */
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (argc < 5 || argc > 6)
+        return rl_reply_arity(ctx, "cl.throttle");
+    int64_t burst, count, period, quantity = 1;
+    if (rl_arg_i64(ctx, argv[2], &burst) || rl_arg_i64(ctx, argv[3], &count) ||
+        rl_arg_i64(ctx, argv[4], &period) || (argc == 6 && rl_arg_i64(ctx, argv[5], &quantity)))
+        return REDISMODULE_OK;
+
+    struct gcra_limits l;
+    const char *err;
+    if (gcra_prepare(burst, count, period, quantity, &l, &err) != 0)
+        return rl_reply_err(ctx, err);
+
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+    enum rl_kind kind = rl_key_kind(key);
+    if (kind != RL_EMPTY && kind != RL_GCRA) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
+    }
+    struct gcra_result r;
+    int64_t now = now_ns();
+    if (gcra_step(&l, now, kind == RL_GCRA, kind == RL_GCRA ? rl_gcra_tat(key) : 0, &r, &err)) {
+        RedisModule_CloseKey(key);
+        return rl_reply_err(ctx, err);
+    }
+    if (r.store) {
+        rl_gcra_store(key, r.new_tat);
+        RedisModule_Replicate(ctx, "RLIMIT.SETTAT", "sl", argv[1], (long long)r.new_tat);
+    }
+    RedisModule_CloseKey(key);
+
+    RedisModule_ReplyWithArray(ctx, 5);
+    RedisModule_ReplyWithLongLong(ctx, r.limited);
+    RedisModule_ReplyWithLongLong(ctx, r.limit);
+    RedisModule_ReplyWithLongLong(ctx, r.remaining);
+    RedisModule_ReplyWithLongLong(ctx, r.retry_after);
+    RedisModule_ReplyWithLongLong(ctx, r.reset_after);
+    return REDISMODULE_OK;
+}
+
+/* In a cluster, clients route ISALLOWED by its first argument (the user) while the state lives
+ * at hist:{user}:action. The two hash to the same slot exactly when the user is non-empty and
+ * free of braces (then the user is the key's whole hash tag); otherwise the state would land in
+ * a slot this node may not own and resharding would strand it. */
+static int cluster_safe_user(const char *user, size_t len)
+{
+    return len > 0 && memchr(user, '{', len) == NULL && memchr(user, '}', len) == NULL;
+}
+
+int rl_cmd_isallowed(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (argc != 5)
+        return rl_reply_arity(ctx, "isallowed");
+    int64_t period, max_count, period_ms;
+    if (rl_arg_i64(ctx, argv[3], &period) || rl_arg_i64(ctx, argv[4], &max_count))
+        return REDISMODULE_OK;
+    char err[128];
+    if (isallowed_prepare(period, max_count, rl_window_max_count, &period_ms, err, sizeof err))
+        return rl_reply_err(ctx, err);
+
+    size_t ulen, alen;
+    const char *user = RedisModule_StringPtrLen(argv[1], &ulen);
+    const char *action = RedisModule_StringPtrLen(argv[2], &alen);
+    if ((RedisModule_GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_CLUSTER) &&
+        !cluster_safe_user(user, ulen))
+        return rl_reply_err(ctx, "in a cluster the ISALLOWED user must be non-empty and contain "
+                                 "no '{' or '}' (it is the hash tag of hist:{user}:action)");
+
+    size_t klen = isallowed_key_len(ulen, alen);
+    char stackbuf[256];
+    char *kbuf = klen <= sizeof stackbuf ? stackbuf : RedisModule_Alloc(klen);
+    isallowed_key(kbuf, user, ulen, action, alen);
+    RedisModuleString *name = RedisModule_CreateString(ctx, kbuf, klen);
+    if (kbuf != stackbuf)
+        RedisModule_Free(kbuf);
+
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE);
+    enum rl_kind kind = rl_key_kind(key);
+    if (kind != RL_EMPTY && kind != RL_WLOG) {
+        RedisModule_CloseKey(key);
+        RedisModule_FreeString(ctx, name);
+        return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
+    }
+    int64_t now_ms = now_ns() / 1000000;
+    int64_t cutoff = now_ms - period_ms, newest;
+    int allowed = rl_wlog_push(key, cutoff, max_count, now_ms, period_ms, &newest);
+    /* Every attempt is recorded (SPEC 3), so every call propagates: the replica applies the
+     * same trim, keep and timestamp, and ends with the same log. */
+    RedisModule_Replicate(ctx, "RLIMIT.LOGPUSH", "sllll", name, (long long)cutoff,
+                          (long long)max_count, (long long)newest, (long long)period_ms);
+    RedisModule_CloseKey(key);
+    RedisModule_FreeString(ctx, name);
+    return RedisModule_ReplyWithLongLong(ctx, allowed);
+}

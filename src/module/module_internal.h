@@ -1,0 +1,63 @@
+/* module_internal.h - shared by the files of rlimit.so, the Redis/Valkey module that runs the
+ * daemon's limiter core (gcra.c, swlog.c, isallowed.c) on Redis keys.
+ *
+ * Data flow: module_cmds.c (CL.THROTTLE, ISALLOWED: decide with the primary's clock) and
+ * module_effects.c (RLIMIT.*: apply a decided effect, as replicas and AOF replay do) both change
+ * state only through module_state.c, which owns the two data types and their persistence. */
+#ifndef RLIMITD_MODULE_INTERNAL_H
+#define RLIMITD_MODULE_INTERNAL_H
+
+#include <stdint.h>
+
+#include "rlimitd/redismodule_api.h"
+#include "rlimitd/swlog.h"
+
+/* Set at load (module.c). */
+extern RedisModuleType *rl_gcra_type; /* TYPE shows "rlim-gcra" */
+extern RedisModuleType *rl_wlog_type; /* TYPE shows "rlim-wlog" */
+extern int64_t rl_window_max_count;   /* load argument window-max-count */
+
+/* ---- module_state.c ---- */
+
+/* Registers both data types; REDISMODULE_ERR if the server refuses. */
+int rl_types_create(RedisModuleCtx *ctx);
+
+/* The key's state kind: */
+enum rl_kind { RL_EMPTY, RL_GCRA, RL_WLOG, RL_OTHER };
+enum rl_kind rl_key_kind(RedisModuleKey *key);
+
+/* GCRA state: the stored TAT (key must be RL_GCRA). */
+int64_t rl_gcra_tat(RedisModuleKey *key);
+/* Stores tat at key (RL_EMPTY or RL_GCRA) and expires the key at tat, rounded up to the ms. */
+void rl_gcra_store(RedisModuleKey *key, int64_t tat_ns);
+
+/* The log at key (RL_WLOG), or NULL for an empty key. */
+struct swlog *rl_wlog_get(RedisModuleKey *key);
+/* One attempt on the log at key (RL_EMPTY or RL_WLOG; created if empty): drops attempts at or
+ * before cutoff_ms, keeps at most keep older ones, records ts_ms (or the newest timestamp if that
+ * is later), sets the key's expiry to the newest timestamp + period_ms. Returns swlog_record's
+ * decision (1: within keep) and the log's newest timestamp in *newest_ms. */
+int rl_wlog_push(RedisModuleKey *key, int64_t cutoff_ms, int64_t keep, int64_t ts_ms,
+                 int64_t period_ms, int64_t *newest_ms);
+/* Replaces the state at key with the packed log (little-endian int64 ms, ascending). Returns 0,
+ * or -1 with *err set when the bytes are not a valid log. The key's expiry is not touched. */
+int rl_wlog_replace(RedisModuleKey *key, const char *packed, size_t len, const char **err);
+
+/* ---- module_cmds.c / module_effects.c: command handlers ---- */
+int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+int rl_cmd_isallowed(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+int rl_cmd_settat(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+int rl_cmd_logpush(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+int rl_cmd_logset(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+
+/* ---- helpers (module_cmds.c) ---- */
+
+/* Parses argv[i] as Redis's strict base-10 int64; on failure replies the daemon's error and
+ * returns -1. */
+int rl_arg_i64(RedisModuleCtx *ctx, RedisModuleString *arg, int64_t *out);
+/* Replies the daemon's arity error for cmd (lower case, as Redis 7 names commands). */
+int rl_reply_arity(RedisModuleCtx *ctx, const char *cmd);
+/* Replies "ERR <text>". */
+int rl_reply_err(RedisModuleCtx *ctx, const char *text);
+
+#endif

@@ -1,0 +1,273 @@
+/* module_state.c - the module's two data types: GCRA state (one TAT) and window logs (a ring of
+ * ms timestamps from swlog.c), with their RDB, AOF-rewrite, digest and memory callbacks, and the
+ * only functions that change them.
+ *
+ * Why a module type rather than strings: a string would let SET/APPEND/INCR scribble over the
+ * state and the module would then have to parse and validate it on every call; a module type
+ * gets WRONGTYPE from every other command for free, TYPE names it, and DEBUG DIGEST-VALUE and
+ * MEMORY USAGE see through to the real contents. */
+#include "module_internal.h"
+
+#include <limits.h>
+#include <string.h>
+
+RedisModuleType *rl_gcra_type;
+RedisModuleType *rl_wlog_type;
+
+/* Bump with a new load path when an encoding changes; the RDB carries it. */
+#define RL_ENCVER 0
+
+struct rl_gcra {
+    int64_t tat; /* theoretical arrival time, ns since the epoch */
+};
+
+/* ---- the key's kind ---- */
+
+enum rl_kind rl_key_kind(RedisModuleKey *key)
+{
+    int t = RedisModule_KeyType(key);
+    if (t == REDISMODULE_KEYTYPE_EMPTY)
+        return RL_EMPTY;
+    if (t == REDISMODULE_KEYTYPE_MODULE) {
+        RedisModuleType *mt = RedisModule_ModuleTypeGetType(key);
+        if (mt == rl_gcra_type)
+            return RL_GCRA;
+        if (mt == rl_wlog_type)
+            return RL_WLOG;
+    }
+    return RL_OTHER;
+}
+
+/* ---- GCRA ---- */
+
+int64_t rl_gcra_tat(RedisModuleKey *key)
+{
+    const struct rl_gcra *g = RedisModule_ModuleTypeGetValue(key);
+    return g->tat;
+}
+
+void rl_gcra_store(RedisModuleKey *key, int64_t tat_ns)
+{
+    struct rl_gcra *g;
+    if (rl_key_kind(key) == RL_GCRA) {
+        g = RedisModule_ModuleTypeGetValue(key);
+    } else {
+        g = RedisModule_Alloc(sizeof(*g));
+        RedisModule_ModuleTypeSetValue(key, rl_gcra_type, g);
+    }
+    g->tat = tat_ns;
+    /* SPEC 2: the key expires at its TAT. Redis expiry is in ms: round up so the key never goes
+     * while its TAT is still ahead (a TAT that has passed counts as absent anyway). */
+    int64_t ms = tat_ns / 1000000 + (tat_ns % 1000000 > 0);
+    RedisModule_SetAbsExpire(key, ms);
+}
+
+static void *gcra_rdb_load(RedisModuleIO *io, int encver)
+{
+    if (encver != RL_ENCVER) {
+        RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING,
+                               "rlimit: rlim-gcra encoding %d is newer than this module", encver);
+        return NULL;
+    }
+    int64_t tat = RedisModule_LoadSigned(io);
+    if (RedisModule_IsIOError(io))
+        return NULL;
+    struct rl_gcra *g = RedisModule_Alloc(sizeof(*g));
+    g->tat = tat;
+    return g;
+}
+
+static void gcra_rdb_save(RedisModuleIO *io, void *value)
+{
+    RedisModule_SaveSigned(io, ((struct rl_gcra *)value)->tat);
+}
+
+static void gcra_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
+{
+    /* The server emits the key's PEXPIREAT after this; RLIMIT.SETTAT sets the same one. */
+    RedisModule_EmitAOF(aof, "RLIMIT.SETTAT", "sl", key, (long long)((struct rl_gcra *)value)->tat);
+}
+
+static size_t gcra_mem_usage(const void *value)
+{
+    (void)value;
+    return sizeof(struct rl_gcra);
+}
+
+static void gcra_digest(RedisModuleDigest *md, void *value)
+{
+    RedisModule_DigestAddLongLong(md, ((struct rl_gcra *)value)->tat);
+    RedisModule_DigestEndSequence(md);
+}
+
+/* ---- window logs ---- */
+
+struct swlog *rl_wlog_get(RedisModuleKey *key)
+{
+    return rl_key_kind(key) == RL_WLOG ? RedisModule_ModuleTypeGetValue(key) : NULL;
+}
+
+static struct swlog *wlog_alloc(uint32_t cap)
+{
+    struct swlog *log = RedisModule_Alloc(swlog_bytes(cap));
+    swlog_init(log, cap);
+    return log;
+}
+
+int rl_wlog_push(RedisModuleKey *key, int64_t cutoff_ms, int64_t keep, int64_t ts_ms,
+                 int64_t period_ms, int64_t *newest_ms)
+{
+    struct swlog *log = rl_wlog_get(key);
+    if (log == NULL) {
+        log = wlog_alloc(swlog_fit_cap(0, 4, keep));
+        RedisModule_ModuleTypeSetValue(key, rl_wlog_type, log);
+    }
+    /* swlog_trim drops timestamps <= now - period; a period of 0 makes the cutoff itself. */
+    swlog_trim(log, cutoff_ms, 0);
+    uint32_t cap = swlog_fit_cap(log->cap, swlog_needed(log, keep), keep);
+    if (cap != log->cap) {
+        struct swlog *moved = wlog_alloc(cap);
+        swlog_copy(moved, log);
+        /* Setting the new value frees the old one (free callback) and clears the expiry, which
+         * is set again below. */
+        RedisModule_ModuleTypeSetValue(key, rl_wlog_type, moved);
+        log = moved;
+    }
+    int within = swlog_record(log, ts_ms, keep);
+    *newest_ms = swlog_newest(log);
+    /* SPEC 3: the key expires `period` after its newest attempt. */
+    RedisModule_SetAbsExpire(key, *newest_ms + period_ms);
+    return within;
+}
+
+/* A log as bytes: little-endian int64 ms, oldest first (RDB, AOF and RLIMIT.LOGSET). */
+static char *wlog_pack(const struct swlog *log, size_t *len)
+{
+    *len = (size_t)log->len * 8;
+    unsigned char *buf = RedisModule_Alloc(*len ? *len : 1);
+    for (uint32_t i = 0; i < log->len; i++) {
+        uint64_t v = (uint64_t)swlog_at(log, i);
+        for (int b = 0; b < 8; b++)
+            buf[(size_t)i * 8 + (size_t)b] = (unsigned char)(v >> (8 * b));
+    }
+    return (char *)buf;
+}
+
+static struct swlog *wlog_unpack(const char *packed, size_t len, const char **err)
+{
+    const unsigned char *p = (const unsigned char *)packed;
+    if (len == 0 || len % 8 != 0 || len / 8 >= UINT32_MAX) {
+        *err = "a window log is 1 or more 8-byte timestamps";
+        return NULL;
+    }
+    uint32_t n = (uint32_t)(len / 8);
+    struct swlog *log = wlog_alloc(n);
+    int64_t prev = INT64_MIN;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t v = 0;
+        for (int b = 0; b < 8; b++)
+            v |= (uint64_t)p[(size_t)i * 8 + (size_t)b] << (8 * b);
+        int64_t ts = (int64_t)v;
+        /* swlog's binary search and SPEC 3's counting rely on ascending order. */
+        if (ts < prev || ts < 0) {
+            RedisModule_Free(log);
+            *err = "window log timestamps must be >= 0 and ascending";
+            return NULL;
+        }
+        prev = ts;
+        /* swlog_record keeps at most max_count older ones; n - 1 keeps them all. */
+        swlog_record(log, ts, (int64_t)n);
+    }
+    return log;
+}
+
+int rl_wlog_replace(RedisModuleKey *key, const char *packed, size_t len, const char **err)
+{
+    struct swlog *log = wlog_unpack(packed, len, err);
+    if (log == NULL)
+        return -1;
+    RedisModule_ModuleTypeSetValue(key, rl_wlog_type, log);
+    return 0;
+}
+
+static void *wlog_rdb_load(RedisModuleIO *io, int encver)
+{
+    if (encver != RL_ENCVER) {
+        RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING,
+                               "rlimit: rlim-wlog encoding %d is newer than this module", encver);
+        return NULL;
+    }
+    size_t len;
+    char *buf = RedisModule_LoadStringBuffer(io, &len);
+    if (RedisModule_IsIOError(io) || buf == NULL)
+        return NULL;
+    const char *err;
+    struct swlog *log = wlog_unpack(buf, len, &err);
+    RedisModule_Free(buf);
+    if (log == NULL)
+        RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING, "rlimit: corrupt rlim-wlog: %s",
+                               err);
+    return log;
+}
+
+static void wlog_rdb_save(RedisModuleIO *io, void *value)
+{
+    size_t len;
+    char *buf = wlog_pack(value, &len);
+    RedisModule_SaveStringBuffer(io, buf, len);
+    RedisModule_Free(buf);
+}
+
+static void wlog_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
+{
+    size_t len;
+    char *buf = wlog_pack(value, &len);
+    RedisModule_EmitAOF(aof, "RLIMIT.LOGSET", "sb", key, buf, len);
+    RedisModule_Free(buf);
+}
+
+static size_t wlog_mem_usage(const void *value)
+{
+    return swlog_bytes(((const struct swlog *)value)->cap);
+}
+
+static void wlog_digest(RedisModuleDigest *md, void *value)
+{
+    /* The attempts themselves, not the ring's capacity or rotation: two logs that decide alike
+     * digest alike. */
+    const struct swlog *log = value;
+    for (uint32_t i = 0; i < log->len; i++)
+        RedisModule_DigestAddLongLong(md, swlog_at(log, i));
+    RedisModule_DigestEndSequence(md);
+}
+
+static void rl_free(void *value)
+{
+    RedisModule_Free(value);
+}
+
+int rl_types_create(RedisModuleCtx *ctx)
+{
+    /* Type names are exactly 9 characters (the RDB stores them packed into 54 bits). */
+    RedisModuleTypeMethods gcra = {
+        .version = REDISMODULE_TYPE_METHOD_VERSION_1,
+        .rdb_load = gcra_rdb_load,
+        .rdb_save = gcra_rdb_save,
+        .aof_rewrite = gcra_aof_rewrite,
+        .mem_usage = gcra_mem_usage,
+        .digest = gcra_digest,
+        .free = rl_free,
+    };
+    RedisModuleTypeMethods wlog = {
+        .version = REDISMODULE_TYPE_METHOD_VERSION_1,
+        .rdb_load = wlog_rdb_load,
+        .rdb_save = wlog_rdb_save,
+        .aof_rewrite = wlog_aof_rewrite,
+        .mem_usage = wlog_mem_usage,
+        .digest = wlog_digest,
+        .free = rl_free,
+    };
+    rl_gcra_type = RedisModule_CreateDataType(ctx, "rlim-gcra", RL_ENCVER, &gcra);
+    rl_wlog_type = RedisModule_CreateDataType(ctx, "rlim-wlog", RL_ENCVER, &wlog);
+    return rl_gcra_type != NULL && rl_wlog_type != NULL ? REDISMODULE_OK : REDISMODULE_ERR;
+}
