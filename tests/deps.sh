@@ -11,6 +11,7 @@ packages=(
     redis-tools                                                  # redis-cli, redis-benchmark
     redis-server                                                 # the bench's baseline
     python3 coreutils procps                                     # scripts, timeout, ps
+    python3-redis                                                # the module's cluster test
 )
 
 missing=()

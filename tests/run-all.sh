@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install, build and pass every test, as CI does (.ci/run):
 #   1. tests/deps.sh (Debian packages);
-#   2. build-ci:   -Dwerror=true, every unit and integration test;
+#   2. build-ci:   -Dwerror=true, every unit and integration test, and rlimit.so (-Dmodule=true)
+#                  with its tests against Debian's redis-server, a 3+3 Redis Cluster included;
 #   3. build-asan: ASan + UBSan, every test again; fails on any sanitizer report in the test log
 #      (Criterion forks per test, so a report does not always fail the run by itself: STYLE.md);
 #   4. tests/fuzz/run.sh, when it exists.
@@ -60,7 +61,7 @@ if ! bash tests/deps.sh </dev/null; then
     exit 1
 fi
 
-build_and_test build-ci -Dwerror=true -Dtests=true
+build_and_test build-ci -Dwerror=true -Dtests=true -Dmodule=true
 
 # The ASan+UBSan run. The options reach the test processes and, through them, the daemon the
 # integration tests start.

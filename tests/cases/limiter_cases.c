@@ -1,0 +1,242 @@
+/* limiter_cases.c - the shared CL.THROTTLE / ISALLOWED case table (see limiter_cases.h). Every
+ * expected reply here is a contract with users' clients: SPEC 2's worked example and redis-cell's
+ * reply shapes, SPEC 3's window, and the error texts. */
+#include "limiter_cases.h"
+
+/* Steps name want_module only where the two targets differ; the rest leave it NULL. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+#define WRONGTYPE "-WRONGTYPE Operation against a key holding the wrong kind of value"
+#define NOTINT "-ERR value is not an integer or out of range"
+#define THROTTLE_ARITY "-ERR wrong number of arguments for 'cl.throttle' command"
+#define ISALLOWED_ARITY "-ERR wrong number of arguments for 'isallowed' command"
+#define BAD_PERIOD "-ERR invalid period: must be between 1 and 3153600000 seconds"
+#define BAD_MAX_COUNT "-ERR invalid max_count: must be between 0 and 1000000 (window-max-count)"
+
+/* SPEC 2 worked example: EI = 2 s, DVT = 32 s; call i (1..16) is allowed with remaining 16 - i
+ * and reset 2i s; calls 17..20 are limited, retry 2 s, reset 32 s. */
+#define EX "CL.THROTTLE user123 15 30 60 1"
+
+const struct lc_case lc_cases[] = {
+    {"throttle_worked_example",
+     {{EX, "[0 16 15 -1 2]"},  {EX, "[0 16 14 -1 4]"},  {EX, "[0 16 13 -1 6]"},
+      {EX, "[0 16 12 -1 8]"},  {EX, "[0 16 11 -1 10]"}, {EX, "[0 16 10 -1 12]"},
+      {EX, "[0 16 9 -1 14]"},  {EX, "[0 16 8 -1 16]"},  {EX, "[0 16 7 -1 18]"},
+      {EX, "[0 16 6 -1 20]"},  {EX, "[0 16 5 -1 22]"},  {EX, "[0 16 4 -1 24]"},
+      {EX, "[0 16 3 -1 26]"},  {EX, "[0 16 2 -1 28]"},  {EX, "[0 16 1 -1 30]"},
+      {EX, "[0 16 0 -1 32]"},  {EX, "[1 16 0 2 32]"},   {EX, "[1 16 0 2 32]"},
+      {EX, "[1 16 0 2 32]"},   {EX, "[1 16 0 2 32]"}}},
+
+    {"throttle_quantity_defaults_to_one_and_names_ignore_case",
+     {{"CL.THROTTLE k 15 30 60", "[0 16 15 -1 2]"},
+      {"CL.THROTTLE k 15 30 60 1", "[0 16 14 -1 4]"},
+      {"CL.THROTTLE k 15 30 60", "[0 16 13 -1 6]"},
+      {"cl.throttle k 15 30 60", "[0 16 12 -1 8]"},
+      {"Cl.ThRoTtLe k 15 30 60", "[0 16 11 -1 10]"}}},
+
+    {"throttle_larger_quantity_consumes_several",
+     /* inc = 5 EI = 10 s: remaining 11; then 11 more fit exactly and the next is limited. */
+     {{"CL.THROTTLE q 15 30 60 5", "[0 16 11 -1 10]"},
+      {"CL.THROTTLE q 15 30 60 11", "[0 16 0 -1 32]"},
+      {"CL.THROTTLE q 15 30 60 1", "[1 16 0 2 32]"}}},
+
+    {"throttle_peek_stores_nothing",
+     {{"CL.THROTTLE p 15 30 60 0", "[0 16 16 -1 0]"},
+      {"EXISTS p", ":0"},
+      {"DBSIZE", ":0"},
+      {"CL.THROTTLE p 15 30 60 0", "[0 16 16 -1 0]"},
+      {"CL.THROTTLE p 15 30 60 1", "[0 16 15 -1 2]"},
+      {"CL.THROTTLE p 15 30 60 0", "[0 16 15 -1 2]"},
+      {"CL.THROTTLE p 15 30 60 0", "[0 16 15 -1 2]"},
+      {"CL.THROTTLE p 15 30 60 1", "[0 16 14 -1 4]"}}},
+
+    {"throttle_quantity_over_limit_never_succeeds",
+     {{"CL.THROTTLE big 15 30 60 17", "[1 16 16 -1 0]"},
+      {"EXISTS big", ":0"},
+      {"CL.THROTTLE big 15 30 60 1000", "[1 16 16 -1 0]"},
+      {"EXISTS big", ":0"},
+      {"CL.THROTTLE fit 15 30 60 16", "[0 16 0 -1 32]"},
+      {"CL.THROTTLE big2 15 30 60 1", "[0 16 15 -1 2]"},
+      {"CL.THROTTLE big2 15 30 60 17", "[1 16 15 -1 2]"},
+      {"CL.THROTTLE big2 15 30 60 1", "[0 16 14 -1 4]"}}},
+
+    {"throttle_zero_burst_allows_one_per_interval",
+     /* EI = DVT = 1 s; the state expires at its TAT and the key is fresh again. */
+     {{"CL.THROTTLE z 0 1 1", "[0 1 0 -1 1]"},
+      {"CL.THROTTLE z 0 1 1", "[1 1 0 1 1]"},
+      {"@gone z", NULL},
+      {"CL.THROTTLE z 0 1 1", "[0 1 0 -1 1]"}}},
+
+    {"throttle_keys_are_binary_safe",
+     {{"CL.THROTTLE a\\x00b\\x20c 15 30 60", "[0 16 15 -1 2]"},
+      {"CL.THROTTLE a\\x00b\\x20d 15 30 60", "[0 16 15 -1 2]"},
+      {"CL.THROTTLE a\\x00b\\x20c 15 30 60", "[0 16 14 -1 4]"},
+      {"CL.THROTTLE \\xff\\xfe\\x80 15 30 60", "[0 16 15 -1 2]"},
+      {"DBSIZE", ":3"}}},
+
+    {"throttle_state_is_a_key_with_expiry",
+     {{"CL.THROTTLE g 15 30 60", "[0 16 15 -1 2]"},
+      {"EXISTS g", ":1"},
+      {"TYPE g", "+string", "+rlim-gcra"},
+      /* Expiry at the TAT: 2 s away. Redis keeps expiries in whole ms, so the module rounds the
+       * TAT up and its PTTL can read 2001. */
+      {"PTTL g", ":1000..2001"},
+      /* The daemon shows the TAT in ns (SPEC 4); Redis keeps module state out of GET. */
+      {"GET g", "~$1[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]",
+       WRONGTYPE},
+      {"DEL g", ":1"},
+      {"CL.THROTTLE g 15 30 60", "[0 16 15 -1 2]"}}},
+
+    {"throttle_wrong_number_of_arguments",
+     {{"CL.THROTTLE", THROTTLE_ARITY},
+      {"CL.THROTTLE k", THROTTLE_ARITY},
+      {"CL.THROTTLE k 15 30", THROTTLE_ARITY},
+      {"CL.THROTTLE k 15 30 60 1 1", THROTTLE_ARITY},
+      {"CL.THROTTLE k 15 30 60 1 1 1", THROTTLE_ARITY},
+      {"cl.throttle k 15 30", THROTTLE_ARITY},
+      {"PING", "+PONG"},
+      {"DBSIZE", ":0"}}},
+
+    {"throttle_non_integer_arguments",
+     {{"CL.THROTTLE k abc 30 60 1", NOTINT},
+      {"CL.THROTTLE k 15 1.5 60 1", NOTINT},
+      {"CL.THROTTLE k 15 30 \"\" 1", NOTINT},
+      {"CL.THROTTLE k 15 30 60 \\x201", NOTINT},
+      {"CL.THROTTLE k 1\\x20 30 60 1", NOTINT},
+      {"CL.THROTTLE k 15 +-1 60 1", NOTINT},
+      {"CL.THROTTLE k 15 30 0x10 1", NOTINT},
+      {"CL.THROTTLE k 15 30 60 1e3", NOTINT},
+      {"CL.THROTTLE k 99999999999999999999 30 60 1", NOTINT},
+      {"CL.THROTTLE k 15 -99999999999999999999 60 1", NOTINT},
+      {"CL.THROTTLE k 15 30 15a 1", NOTINT},
+      {"CL.THROTTLE k 15 30 60 +1", NOTINT},
+      {"CL.THROTTLE k 015 30 60 1", NOTINT},
+      {"CL.THROTTLE k 15 30 60 \\xff", NOTINT},
+      {"EXISTS k", ":0"}}},
+
+    {"throttle_out_of_range_arguments_name_the_argument",
+     {{"CL.THROTTLE k -1 30 60", "~-ERR *max_burst*"},
+      {"CL.THROTTLE k -100 30 60 1", "~-ERR *max_burst*"},
+      {"CL.THROTTLE k 15 0 60", "~-ERR *count*"},
+      {"CL.THROTTLE k 15 -1 60", "~-ERR *count*"},
+      {"CL.THROTTLE k 15 30 0", "~-ERR *period*"},
+      {"CL.THROTTLE k 15 30 -60", "~-ERR *period*"},
+      {"CL.THROTTLE k 15 30 60 -1", "~-ERR *quantity*"},
+      /* What redis-cell wraps around on: EI < 1 ns, DVT or inc past 64 bits. */
+      {"CL.THROTTLE k 0 2000000000 1", "~-ERR *"},
+      {"CL.THROTTLE k 9223372036854775806 1 60", "~-ERR *"},
+      {"CL.THROTTLE k 15 1 60 9223372036854775807", "~-ERR *"},
+      {"CL.THROTTLE k 15 1 9223372036854775807", "~-ERR *"},
+      {"EXISTS k", ":0"},
+      {"CL.THROTTLE k 0 1 1 0", "[0 1 1 -1 0]"},
+      {"EXISTS k", ":0"}}},
+
+    {"throttle_wrongtype_on_other_state",
+     {{"ISALLOWED u a 60 10", ":1"},
+      {"CL.THROTTLE hist:{u}:a 15 30 60", WRONGTYPE},
+      {"CL.THROTTLE hist:{u}:a 15 30 60 0", WRONGTYPE},
+      {"TYPE hist:{u}:a", "+zset", "+rlim-wlog"},
+      {"SET s v", "+OK"},
+      {"CL.THROTTLE s 15 30 60", WRONGTYPE},
+      {"GET s", "$v"},
+      {"INCR n", ":1"},
+      {"CL.THROTTLE n 15 30 60", WRONGTYPE},
+      {"GET n", "$1"}}},
+
+    {"isallowed_allows_max_count_then_denies",
+     {{"ISALLOWED alice login 60 5", ":1"},
+      {"ISALLOWED alice login 60 5", ":1"},
+      {"ISALLOWED alice login 60 5", ":1"},
+      {"ISALLOWED alice login 60 5", ":1"},
+      {"ISALLOWED alice login 60 5", ":1"},
+      {"ISALLOWED alice login 60 5", ":0"},
+      {"ISALLOWED alice login 60 5", ":0"},
+      {"isallowed alice login 60 5", ":0"},
+      {"IsAllowed alice login 60 5", ":0"}}},
+
+    {"isallowed_users_and_actions_are_separate",
+     {{"ISALLOWED u1 a 60 1", ":1"},
+      {"ISALLOWED u1 a 60 1", ":0"},
+      {"ISALLOWED u1 b 60 1", ":1"},
+      {"ISALLOWED u2 a 60 1", ":1"},
+      {"ISALLOWED u2 a 60 1", ":0"},
+      {"DBSIZE", ":3"},
+      {"EXISTS hist:{u1}:a hist:{u1}:b hist:{u2}:a hist:{u2}:b", ":3"}}},
+
+    {"isallowed_denied_attempts_are_recorded",
+     /* A denied attempt moves the key's expiry to `period` after it: it was recorded. */
+     {{"ISALLOWED bob pay 30 1", ":1"},
+      {"@sleep 300", NULL},
+      {"PTTL hist:{bob}:pay", ":1..29750"},
+      {"ISALLOWED bob pay 30 1", ":0"},
+      {"PTTL hist:{bob}:pay", ":29800..30000"},
+      {"ISALLOWED bob pay 30 1", ":0"},
+      {"ISALLOWED bob pay 30 1", ":0"}}},
+
+    {"isallowed_state_key_visible_to_key_commands",
+     {{"EXISTS hist:{carol}:search", ":0"},
+      {"ISALLOWED carol search 60 2", ":1"},
+      {"EXISTS hist:{carol}:search", ":1"},
+      {"TYPE hist:{carol}:search", "+zset", "+rlim-wlog"},
+      {"PTTL hist:{carol}:search", ":50000..60000"},
+      {"TTL hist:{carol}:search", ":50..60"},
+      {"ISALLOWED carol search 60 2", ":1"},
+      {"ISALLOWED carol search 60 2", ":0"},
+      {"DEL hist:{carol}:search", ":1"},
+      {"EXISTS hist:{carol}:search", ":0"},
+      {"ISALLOWED carol search 60 2", ":1"},
+      {"UNLINK hist:{carol}:search", ":1"},
+      {"ISALLOWED carol search 60 2", ":1"}}},
+
+    {"isallowed_window_expires_after_period",
+     {{"ISALLOWED dave x 1 2", ":1"},
+      {"ISALLOWED dave x 1 2", ":1"},
+      {"ISALLOWED dave x 1 2", ":0"},
+      {"@gone hist:{dave}:x", NULL},
+      {"ISALLOWED dave x 1 2", ":1"}}},
+
+    {"isallowed_max_count_zero_denies_everything",
+     {{"ISALLOWED eve x 60 0", ":0"},
+      {"ISALLOWED eve x 60 0", ":0"},
+      {"EXISTS hist:{eve}:x", ":1"}}},
+
+    {"isallowed_binary_safe_user_and_action",
+     {{"ISALLOWED \\x00\\xff a\\x20b 60 1", ":1"},
+      {"ISALLOWED \\x00\\xff a\\x20b 60 1", ":0"},
+      {"EXISTS hist:{\\x00\\xff}:a\\x20b", ":1"},
+      {"ISALLOWED \"\" \"\" 60 1", ":1"},
+      {"EXISTS hist:{}:", ":1"}}},
+
+    {"isallowed_validation_errors",
+     {{"ISALLOWED", ISALLOWED_ARITY},
+      {"ISALLOWED u a 60", ISALLOWED_ARITY},
+      {"ISALLOWED u a 60 10 1", ISALLOWED_ARITY},
+      {"isallowed u", ISALLOWED_ARITY},
+      {"ISALLOWED u a sixty 10", NOTINT},
+      {"ISALLOWED u a 60 ten", NOTINT},
+      {"ISALLOWED u a 1.5 10", NOTINT},
+      {"ISALLOWED u a 60 1.5", NOTINT},
+      {"ISALLOWED u a 99999999999999999999 10", NOTINT},
+      {"ISALLOWED u a 60 99999999999999999999", NOTINT},
+      {"ISALLOWED u a 0 10", BAD_PERIOD},
+      {"ISALLOWED u a -5 10", BAD_PERIOD},
+      {"ISALLOWED u a 3153600001 10", BAD_PERIOD},
+      {"ISALLOWED u a 60 -1", BAD_MAX_COUNT},
+      {"ISALLOWED u a 60 1000001", BAD_MAX_COUNT},
+      {"DBSIZE", ":0"},
+      {"ISALLOWED u a 60 1000000", ":1"},
+      {"ISALLOWED u b 3153600000 0", ":0"}}},
+
+    {"isallowed_wrongtype_when_key_holds_other_state",
+     {{"SET hist:{w}:a foo", "+OK"},
+      {"ISALLOWED w a 60 10", WRONGTYPE},
+      {"GET hist:{w}:a", "$foo"},
+      {"INCR hist:{w}:n", ":1"},
+      {"ISALLOWED w n 60 10", WRONGTYPE},
+      {"GET hist:{w}:n", "$1"},
+      {"CL.THROTTLE hist:{g}:a 15 30 60", "[0 16 15 -1 2]"},
+      {"ISALLOWED g a 60 10", WRONGTYPE},
+      {"CL.THROTTLE hist:{g}:a 15 30 60", "[0 16 14 -1 4]"}}},
+};
+
+const size_t lc_case_count = sizeof lc_cases / sizeof lc_cases[0];

@@ -1,0 +1,214 @@
+/* redis_harness.c - see redis_harness.h. */
+#include "redis_harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <hiredis/hiredis.h>
+
+#include "../integration/harness.h"
+
+enum { MAX_SERVERS = 8 };
+static struct rs_server *servers[MAX_SERVERS];
+
+static const char *module_path(void)
+{
+    const char *m = getenv("RLIMIT_MODULE");
+    cr_assert(m != NULL && access(m, R_OK) == 0, "RLIMIT_MODULE must name the built rlimit.so");
+    return m;
+}
+
+static const char *server_bin(void)
+{
+    const char *s = getenv("REDIS_SERVER");
+    return s != NULL ? s : "redis-server";
+}
+
+static void spawn(struct rs_server *s, const char *module_args, const char *const *extra)
+{
+    const char *argv[64];
+    char portbuf[16], args[1024];
+    int n = 0;
+    snprintf(portbuf, sizeof portbuf, "%d", s->port);
+    argv[n++] = server_bin();
+    argv[n++] = "--port";
+    argv[n++] = portbuf;
+    argv[n++] = "--bind";
+    argv[n++] = "127.0.0.1";
+    argv[n++] = "--dir";
+    argv[n++] = s->dir;
+    argv[n++] = "--save";
+    argv[n++] = "";
+    argv[n++] = "--appendonly";
+    argv[n++] = "no";
+    argv[n++] = "--enable-debug-command";
+    argv[n++] = "yes";
+    /* On redis-server's command line an option's values are the words up to the next "--":
+     * the module path, then its arguments. */
+    argv[n++] = "--loadmodule";
+    argv[n++] = module_path();
+    snprintf(args, sizeof args, "%s", module_args ? module_args : "");
+    for (char *save = NULL, *w = strtok_r(args, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        cr_assert(n < 40, "too many module arguments");
+        argv[n++] = w;
+    }
+    for (int i = 0; extra != NULL && extra[i] != NULL; i++) {
+        cr_assert(n < 62, "too many redis-server arguments");
+        argv[n++] = extra[i];
+    }
+    argv[n] = NULL;
+
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(126);
+        int logfd = open(s->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (logfd < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
+            _exit(126);
+        execvp(argv[0], (char *const *)argv);
+        dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    s->pid = pid;
+}
+
+/* 1 once PING answers, 0 if the server exited first or 10 s passed. */
+static int wait_ready(struct rs_server *s)
+{
+    long long deadline = it_now_ms() + 10000;
+    while (it_now_ms() < deadline) {
+        if (waitpid(s->pid, &s->status, WNOHANG) == s->pid) {
+            s->pid = 0;
+            return 0;
+        }
+        redisContext *c = it_try_connect(s->port);
+        if (c != NULL) {
+            redisReply *r = redisCommand(c, "PING");
+            int ok = r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
+            if (r != NULL)
+                freeReplyObject(r);
+            redisFree(c);
+            if (ok)
+                return 1;
+        }
+        it_sleep_ms(20);
+    }
+    return 0;
+}
+
+static struct rs_server *prepare(void)
+{
+    struct rs_server *s = calloc(1, sizeof *s);
+    cr_assert(s != NULL);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(s->dir, sizeof s->dir, "%s/rlimit-module-XXXXXX", tmp ? tmp : "/tmp");
+    cr_assert(mkdtemp(s->dir) != NULL, "mkdtemp: %s", strerror(errno));
+    snprintf(s->log, sizeof s->log, "%s/redis.log", s->dir);
+    s->port = it_free_port();
+    int slot = 0;
+    while (slot < MAX_SERVERS && servers[slot] != NULL)
+        slot++;
+    cr_assert(slot < MAX_SERVERS, "too many servers in one test");
+    servers[slot] = s;
+    return s;
+}
+
+struct rs_server *rs_try_start(const char *module_args, const char *const *extra,
+                               struct rs_server **failed)
+{
+    struct rs_server *s = prepare();
+    spawn(s, module_args, extra);
+    if (wait_ready(s))
+        return s;
+    *failed = s;
+    return NULL;
+}
+
+struct rs_server *rs_start(const char *module_args, const char *const *extra)
+{
+    struct rs_server *failed = NULL;
+    struct rs_server *s = rs_try_start(module_args, extra, &failed);
+    if (s == NULL) {
+        char *log = it_read_file(failed->log);
+        cr_assert_fail("redis-server did not start (status 0x%x). Log:\n%s", failed->status, log);
+    }
+    return s;
+}
+
+void rs_restart(struct rs_server *s, const char *module_args, const char *const *extra)
+{
+    cr_assert(s->pid == 0, "restart of a running server");
+    spawn(s, module_args, extra);
+    if (!wait_ready(s)) {
+        char *log = it_read_file(s->log);
+        cr_assert_fail("redis-server did not restart (status 0x%x). Log:\n%s", s->status, log);
+    }
+}
+
+void rs_shutdown(struct rs_server *s)
+{
+    if (s->pid == 0)
+        return;
+    redisContext *c = it_try_connect(s->port);
+    if (c != NULL) {
+        redisReply *r = redisCommand(c, "SHUTDOWN NOSAVE");
+        if (r != NULL)
+            freeReplyObject(r);
+        redisFree(c);
+    } else {
+        kill(s->pid, SIGTERM);
+    }
+    long long deadline = it_now_ms() + 10000;
+    while (waitpid(s->pid, &s->status, WNOHANG) != s->pid) {
+        if (it_now_ms() > deadline) {
+            kill(s->pid, SIGKILL);
+            waitpid(s->pid, &s->status, 0);
+            break;
+        }
+        it_sleep_ms(10);
+    }
+    s->pid = 0;
+}
+
+static void discard(struct rs_server *s)
+{
+    if (s->pid != 0) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        s->pid = 0;
+    }
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", s->dir);
+    for (int i = 0; i < MAX_SERVERS; i++)
+        if (servers[i] == s)
+            servers[i] = NULL;
+    free(s);
+}
+
+void rs_stop(struct rs_server *s)
+{
+    rs_shutdown(s);
+    discard(s);
+}
+
+void rs_fini(void)
+{
+    for (int i = 0; i < MAX_SERVERS; i++)
+        if (servers[i] != NULL)
+            discard(servers[i]);
+}
