@@ -67,7 +67,7 @@ build_and_test build-ci -Dwerror=true -Dtests=true -Dmodule=true
 # integration tests start.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-build_and_test build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true \
+build_and_test build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true -Dmodule=true \
     -Dtests=true
 asan_log=build-asan/meson-logs/testlog.txt
 if [[ -f "$asan_log" ]]; then
