@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Keeps the module layering of docs/DESIGN.md true by checking #include lines:
 #   net (server.c, client.c) -> resp -> cmd -> keyspace (+ gcra, swlog) ; persist/snap read the
-#   keyspace; the limiter core includes no libuv, no hiredis, nothing above it.
+#   keyspace; the limiter core includes no libuv, no hiredis, nothing above it; the Redis module
+#   (src/module) uses only the limiter library.
 # Prints each violation and a final "N passed, N failed" line; exits 1 on any violation.
 set -euo pipefail
 root=${1:-$(dirname "$0")/..}
@@ -37,6 +38,11 @@ done
 for f in snap.c persist.c; do
     check "$f" 'uv\.h|hiredis|rlimitd/(resp|cmd|server)\.h|cmd_internal\.h|server_internal\.h' \
         "persistence must not depend on the network or the command layer"
+done
+# The Redis module links only rlimit_limiter: Redis is its keyspace, network and persistence.
+for f in module/*.c; do
+    check "$f" 'uv\.h|hiredis|xxhash|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats|keyspace|clock|hash)\.h|cmd_internal\.h|server_internal\.h|slowlog\.h' \
+        "the module may use only the limiter (gcra, swlog, isallowed, util) and the module API"
 done
 echo "layering: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]
