@@ -6,12 +6,14 @@
 - Conn: a raw RESP2 connection, to send the exact bytes a client library sends and to read the
   exact bytes of each reply.
 - Results: counts checks and ends with the line `N passed, N failed` that CI reads.
+- mkdtemp: a temporary directory (under $TMPDIR) removed at exit, whatever the outcome.
 
 Every wait here is bounded; no check depends on how fast anything runs.
 """
 
 import atexit
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -65,12 +67,43 @@ def port_open(port):
 
 
 _live = []
+_tmpdirs = []
+
+
+def mkdtemp(prefix):
+    """tempfile.mkdtemp (so under $TMPDIR), removed at exit, after the daemons are killed."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    _tmpdirs.append(path)
+    return path
+
+
+def rmtree(path):
+    """Removes a directory made by mkdtemp now (ignoring errors) instead of at exit."""
+    shutil.rmtree(path, ignore_errors=True)
+    if path in _tmpdirs:
+        _tmpdirs.remove(path)
 
 
 @atexit.register
 def _kill_leftovers():
     for d in list(_live):
-        d.kill()
+        try:
+            d.kill()
+        except Exception:  # noqa: BLE001 - keep going: the directories must still go
+            pass
+    for path in list(_tmpdirs):
+        rmtree(path)
+
+
+def _exit_on_signal(signum, _frame):
+    # SIGTERM (run.sh's timeout, a CI cancel) or SIGHUP would otherwise end the interpreter
+    # without running atexit: exit normally instead, so daemons are killed and dirs removed.
+    sys.exit(128 + signum)
+
+
+for _sig in (signal.SIGTERM, signal.SIGHUP):
+    if signal.getsignal(_sig) == signal.SIG_DFL:
+        signal.signal(_sig, _exit_on_signal)
 
 
 class Daemon:
@@ -78,10 +111,11 @@ class Daemon:
     --directive value pairs; env is merged into os.environ."""
 
     def __init__(self, *args, env=None, port=None, wait_listen=True, conf=CONF):
+        binary = rlimitd_binary()
         self.port = port or free_port()
-        self.dir = tempfile.mkdtemp(prefix="rlimitd-compat-")
+        self.dir = mkdtemp("rlimitd-compat-")
         self.log_path = os.path.join(self.dir, "rlimitd.log")
-        cmd = [rlimitd_binary(), "-c", conf, "--port", str(self.port), "--bind", "127.0.0.1",
+        cmd = [binary, "-c", conf, "--port", str(self.port), "--bind", "127.0.0.1",
                "--dir", self.dir, "--threads", "2"] + [str(a) for a in args]
         full_env = dict(os.environ)
         full_env.update(env or {})

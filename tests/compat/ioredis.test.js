@@ -2,7 +2,8 @@
 // ioredis (npm) against the real rlimitd (issue 4).
 //
 // ioredis is installed by run.sh into tests/compat/node_modules (npm install --no-save ioredis),
-// which git ignores. Every wait is bounded; the daemons are killed on exit.
+// which git ignores. Every wait is bounded; the daemons are killed and their temporary
+// directories (under os.tmpdir(), i.e. $TMPDIR) removed on exit, also on SIGINT/SIGTERM/SIGHUP.
 'use strict';
 
 const { spawn } = require('child_process');
@@ -46,9 +47,21 @@ function eq(name, got, want) {
 // ---- daemons ----
 
 const live = new Set();
+const tmpdirs = new Set();
 process.on('exit', () => {
     for (const p of live) p.kill('SIGKILL');
+    for (const dir of tmpdirs) {
+        try {
+            fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+        } catch (e) {
+            // best effort: never turn the exit into a crash
+        }
+    }
 });
+// A signal would end node without the 'exit' event: exit normally instead (128 + signal).
+for (const [sig, num] of [['SIGINT', 2], ['SIGTERM', 15], ['SIGHUP', 1]]) {
+    process.on(sig, () => process.exit(128 + num));
+}
 
 function freePort() {
     return new Promise((resolve, reject) => {
@@ -85,6 +98,7 @@ async function startDaemon(...args) {
     const port = await freePort();
     if (port <= 20000) throw new Error(`port ${port} is not above 20000`);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rlimitd-ioredis-'));
+    tmpdirs.add(dir); // removed on exit
     const log = fs.openSync(path.join(dir, 'rlimitd.log'), 'w');
     const proc = spawn(RLIMITD, ['-c', path.join(ROOT, 'conf', 'rlimitd.conf'), '--port',
         String(port), '--bind', '127.0.0.1', '--dir', dir, '--threads', '2', ...args],

@@ -18,7 +18,9 @@ PASSED=0
 FAILED=0
 SKIPPED=0
 DPIDS=()
-WORK="$(mktemp -d /tmp/rlimitd-compat.XXXXXX)"
+# Everything a script writes goes under $WORK (in $TMPDIR, like Python's and node's temporary
+# directories), removed on exit: normal, failed, or by a signal (bash runs the EXIT trap then).
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/rlimitd-compat.XXXXXX")"
 
 cleanup_all() {
     local p
@@ -28,7 +30,11 @@ cleanup_all() {
     if declare -F cleanup_extra >/dev/null; then
         cleanup_extra || true
     fi
-    rm -rf "$WORK"
+    # Reap the killed daemons (our children) so none still writes into $WORK while it goes.
+    for p in "${DPIDS[@]}"; do
+        wait "$p" 2>/dev/null || true
+    done
+    rm -rf "$WORK" 2>/dev/null || true
 }
 trap cleanup_all EXIT
 

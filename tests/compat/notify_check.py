@@ -11,12 +11,11 @@ import signal
 import socket
 import struct
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from compat import CONF, Conn, Daemon, Results, port_open  # noqa: E402
+from compat import CONF, Conn, Daemon, Results, mkdtemp, port_open, rmtree  # noqa: E402
 
 T = Results("systemd")
 
@@ -27,12 +26,14 @@ class NotifySocket:
     def __init__(self, abstract=False):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        self.dir = None
         if abstract:
             name = "rlimitd-compat-notify-%d-%d" % (os.getpid(), time.monotonic_ns())
             self.sock.bind("\0" + name)
             self.env = "@" + name
         else:
-            self.path = os.path.join(tempfile.mkdtemp(prefix="rlimitd-notify-"), "notify")
+            self.dir = mkdtemp("rlimitd-notify-")  # removed by close(), else at exit
+            self.path = os.path.join(self.dir, "notify")
             self.sock.bind(self.path)
             self.env = self.path
 
@@ -53,6 +54,9 @@ class NotifySocket:
 
     def close(self):
         self.sock.close()
+        if self.dir is not None:
+            rmtree(self.dir)
+            self.dir = None
 
 
 def mono_usec():
@@ -61,7 +65,7 @@ def mono_usec():
 
 def test_lifecycle():
     ns = NotifySocket()
-    logdir = tempfile.mkdtemp(prefix="rlimitd-log-")
+    logdir = mkdtemp("rlimitd-log-")  # removed below, else at exit
     log = os.path.join(logdir, "rlimitd.log")
     d = Daemon("--supervised", "systemd", "--logfile", log, env={"NOTIFY_SOCKET": ns.env},
                wait_listen=False)
@@ -122,6 +126,7 @@ def test_lifecycle():
     finally:
         d.kill()
         ns.close()
+        rmtree(logdir)
 
 
 def test_modes():
@@ -167,7 +172,7 @@ def test_modes():
 
 def test_reload_settings():
     """Issue 4: SIGHUP re-reads the settings that can change live from the file."""
-    tmp = tempfile.mkdtemp(prefix="rlimitd-reload-")
+    tmp = mkdtemp("rlimitd-reload-")  # removed below, else at exit
     conf = os.path.join(tmp, "rlimitd.conf")
     with open(CONF) as f:
         text = f.read()
@@ -204,6 +209,7 @@ def test_reload_settings():
     finally:
         d.kill()
         ns.close()
+        rmtree(tmp)
 
 
 def main():

@@ -90,6 +90,8 @@ passed=0
 failed=0
 skipped=0
 summary=()
+log=""
+trap 'rm -f "$log"' EXIT # the per-test log (in $TMPDIR), also if run.sh is interrupted
 for t in "${ALL[@]}"; do
     case "$t" in
     *.py) runner=(/usr/bin/python3) ;;
@@ -106,6 +108,7 @@ for t in "${ALL[@]}"; do
     timeout 900 "${runner[@]}" "$HERE/$t" 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
     last="$(tail -1 "$log")"
     rm -f "$log"
+    log=""
     if [[ "$last" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed(,\ ([0-9]+)\ skipped)?$ ]]; then
         p=${BASH_REMATCH[1]}
         f=${BASH_REMATCH[2]}
