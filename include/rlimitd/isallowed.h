@@ -12,6 +12,11 @@
  * for any wall clock this century. */
 #define ISALLOWED_MAX_PERIOD_S 3153600000LL
 
+/* The latest attempt timestamp a window log may hold, in ms since the epoch: the last ms whose ns
+ * still fit int64 (year 2262), so that timestamp + the longest period cannot overflow. Only
+ * state written from outside (the module's effect commands and RDB/AOF) can come near it. */
+#define ISALLOWED_MAX_TS_MS (INT64_MAX / 1000000)
+
 /* The default ceiling on max_count (the daemon's window-max-count, the module's load argument). */
 #define ISALLOWED_DEFAULT_MAX_COUNT 1000000LL
 

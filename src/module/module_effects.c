@@ -54,8 +54,9 @@ int rl_cmd_logpush(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
      * lower must still follow it. keep + 1 must fit the ring's 32-bit size. */
     if (keep < 0 || keep >= (int64_t)UINT32_MAX - 1)
         return rl_reply_err(ctx, "invalid keep: must be between 0 and 4294967293");
-    if (ts < 0)
-        return rl_reply_err(ctx, "invalid ts: must be >= 0 (ms since the epoch)");
+    if (ts < 0 || ts > ISALLOWED_MAX_TS_MS)
+        return rl_reply_err(ctx, "invalid ts: must be between 0 and 9223372036854 (ms since the "
+                                 "epoch)");
     if (period_ms < 1 || period_ms > ISALLOWED_MAX_PERIOD_S * 1000)
         return rl_reply_err(ctx, "invalid period_ms: must be between 1 and 3153600000000");
     RedisModuleKey *key = open_kind(ctx, argv[1], RL_WLOG);

@@ -11,6 +11,8 @@
 #include <limits.h>
 #include <string.h>
 
+#include "rlimitd/isallowed.h"
+
 RedisModuleType *rl_gcra_type;
 RedisModuleType *rl_wlog_type;
 
@@ -169,9 +171,9 @@ static struct swlog *wlog_unpack(const char *packed, size_t len, const char **er
             v |= (uint64_t)p[(size_t)i * 8 + (size_t)b] << (8 * b);
         int64_t ts = (int64_t)v;
         /* swlog's binary search and SPEC 3's counting rely on ascending order. */
-        if (ts < prev || ts < 0) {
+        if (ts < prev || ts < 0 || ts > ISALLOWED_MAX_TS_MS) {
             RedisModule_Free(log);
-            *err = "window log timestamps must be >= 0 and ascending";
+            *err = "window log timestamps must be ascending, between 0 and 9223372036854";
             return NULL;
         }
         prev = ts;

@@ -234,10 +234,16 @@ Test(module, internal_commands_validate_like_user_input)
     IT_ERR_LIKE(it_cmd(c, "RLIMIT.LOGPUSH k 0 -1 1 1000"), "ERR invalid keep", NULL);
     IT_ERR_LIKE(it_cmd(c, "RLIMIT.LOGPUSH k 0 4294967294 1 1000"), "ERR invalid keep", NULL);
     IT_ERR_LIKE(it_cmd(c, "RLIMIT.LOGPUSH k 0 1 -1 1000"), "ERR invalid ts", NULL);
+    /* A timestamp so late that adding the period would overflow. */
+    IT_ERR_LIKE(it_cmd(c, "RLIMIT.LOGPUSH k 0 1 9223372036855 1000"), "ERR invalid ts", NULL);
     IT_ERR_LIKE(it_cmd(c, "RLIMIT.LOGPUSH k 0 1 1 0"), "ERR invalid period_ms", NULL);
     char blob[64];
     long long desc[] = {2000, 1000};
     IT_ERR_LIKE(logset(c, "hist:{x}:a", blob, pack(blob, desc, 2)), "ERR", "ascending");
+    long long neg[] = {-5};
+    IT_ERR_LIKE(logset(c, "hist:{x}:a", blob, pack(blob, neg, 1)), "ERR", "ascending");
+    long long late[] = {1000, 9223372036855LL};
+    IT_ERR_LIKE(logset(c, "hist:{x}:a", blob, pack(blob, late, 2)), "ERR", "between 0 and");
     IT_ERR_LIKE(logset(c, "hist:{x}:a", "1234567", 7), "ERR", "8-byte");
     IT_ERR_LIKE(logset(c, "hist:{x}:a", "", 0), "ERR", "8-byte");
     IT_INT(it_cmd(c, "DBSIZE"), 0);
