@@ -31,6 +31,10 @@
 /* GetContextFlags bits used here. */
 #define REDISMODULE_CTX_FLAGS_CLUSTER (1 << 5)
 
+/* SetModuleOptions: rdb_load reports bad input through IsIOError instead of the server
+ * panicking, so a crafted RESTORE payload is an error reply, not a crash. */
+#define REDISMODULE_OPTIONS_HANDLE_IO_ERRORS (1 << 0)
+
 /* Log levels. */
 #define REDISMODULE_LOGLEVEL_WARNING "warning"
 #define REDISMODULE_LOGLEVEL_NOTICE "notice"
@@ -45,6 +49,8 @@ typedef struct RedisModuleString RedisModuleString;
 typedef struct RedisModuleIO RedisModuleIO;
 typedef struct RedisModuleType RedisModuleType;
 typedef struct RedisModuleDigest RedisModuleDigest;
+
+typedef struct RedisModuleCommand RedisModuleCommand;
 
 typedef int (*RedisModuleCmdFunc)(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 typedef void *(*RedisModuleTypeLoadFunc)(RedisModuleIO *rdb, int encver);
@@ -68,9 +74,35 @@ typedef struct RedisModuleTypeMethods {
     RedisModuleTypeFreeFunc free;
 } RedisModuleTypeMethods;
 
+/* SetCommandInfo (Redis >= 7.0), used here only for the arity: with no history, key specs or
+ * arguments the server reads no array, so the element sizes in the version block are not
+ * needed, and the key spec given to CreateCommand stays. */
+typedef struct RedisModuleCommandInfoVersion {
+    int version; /* 1 */
+    size_t sizeof_historyentry;
+    size_t sizeof_keyspec;
+    size_t sizeof_arg;
+} RedisModuleCommandInfoVersion;
+
+typedef struct RedisModuleCommandInfo {
+    const RedisModuleCommandInfoVersion *version;
+    const char *summary;
+    const char *complexity;
+    const char *since;
+    void *history;   /* RedisModuleCommandHistoryEntry[], unused */
+    const char *tips;
+    int arity;       /* as COMMAND INFO shows it: N exactly, -N at least N */
+    void *key_specs; /* RedisModuleCommandKeySpec[], unused */
+    void *args;      /* RedisModuleCommandArg[], unused */
+} RedisModuleCommandInfo;
+
 /* X(return type, name without the RedisModule_ prefix, parameter list) */
 #define RLIMIT_RM_API(X)                                                                           \
-    X(int, SetModuleAttribs, (RedisModuleCtx * ctx, const char *name, int ver, int apiver))       \
+    X(void, SetModuleAttribs, (RedisModuleCtx * ctx, const char *name, int ver, int apiver))      \
+    X(int, IsModuleNameBusy, (const char *name))                                                   \
+    X(void, SetModuleOptions, (RedisModuleCtx * ctx, int options))                                 \
+    X(RedisModuleCommand *, GetCommand, (RedisModuleCtx * ctx, const char *name))                  \
+    X(int, SetCommandInfo, (RedisModuleCommand * command, const RedisModuleCommandInfo *info))     \
     X(int, CreateCommand,                                                                          \
       (RedisModuleCtx * ctx, const char *name, RedisModuleCmdFunc cmdfunc, const char *strflags,  \
        int firstkey, int lastkey, int keystep))                                                    \
@@ -85,6 +117,7 @@ typedef struct RedisModuleTypeMethods {
     X(void *, ModuleTypeGetValue, (RedisModuleKey * key))                                          \
     X(int, ModuleTypeSetValue, (RedisModuleKey * key, RedisModuleType * mt, void *value))          \
     X(int, SetAbsExpire, (RedisModuleKey * key, mstime_t expire))                                  \
+    X(mstime_t, GetAbsExpire, (RedisModuleKey * key))                                              \
     X(RedisModuleString *, CreateString, (RedisModuleCtx * ctx, const char *ptr, size_t len))      \
     X(void, FreeString, (RedisModuleCtx * ctx, RedisModuleString * str))                           \
     X(const char *, StringPtrLen, (const RedisModuleString *str, size_t *len))                     \
@@ -112,7 +145,9 @@ RLIMIT_RM_API(RLIMIT_RM_DECLARE)
 
 /* Fetches every entry point of RLIMIT_RM_API and registers the module under name. Call first
  * thing in RedisModule_OnLoad. Returns REDISMODULE_ERR if the server lacks one of them (too old
- * a server): the caller then refuses to load rather than crash later on a NULL pointer. */
+ * a server): the caller then refuses to load rather than crash later on a NULL pointer; and if a
+ * module of that name is already loaded (a second MODULE LOAD of the same file runs OnLoad in the
+ * same, already-loaded library: the caller must then leave its globals alone). */
 int rm_api_load(RedisModuleCtx *ctx, const char *name, int ver);
 
 #endif

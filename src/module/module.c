@@ -13,7 +13,8 @@
 
 int64_t rl_window_max_count = ISALLOWED_DEFAULT_MAX_COUNT;
 
-static int parse_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+static int parse_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
+                      int64_t *window_max_count)
 {
     for (int i = 0; i < argc; i += 2) {
         size_t len, vlen = 0;
@@ -23,7 +24,7 @@ static int parse_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         /* The daemon's window-max-count bounds (conf.c): 1 .. 100,000,000. */
         if (util_eq_nocase(name, len, "window-max-count") && val != NULL &&
             util_parse_i64(val, vlen, &n) == 0 && n >= 1 && n <= 100000000) {
-            rl_window_max_count = n;
+            *window_max_count = n;
             continue;
         }
         RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING,
@@ -39,15 +40,37 @@ struct rl_command {
     const char *name;
     RedisModuleCmdFunc fn;
     const char *flags;
+    int arity; /* Redis's convention: N exactly, -N at least N (argv[0] counts) */
+    const char *summary;
 };
 
 static const struct rl_command commands[] = {
-    {"cl.throttle", rl_cmd_throttle, "write deny-oom fast"},
-    {"isallowed", rl_cmd_isallowed, "write deny-oom fast"},
-    {"rlimit.settat", rl_cmd_settat, "write deny-oom fast"},
-    {"rlimit.logpush", rl_cmd_logpush, "write deny-oom fast"},
-    {"rlimit.logset", rl_cmd_logset, "write deny-oom"},
+    {"cl.throttle", rl_cmd_throttle, "write deny-oom fast", -5,
+     "GCRA rate limit: [limited, limit, remaining, retry_after, reset_after]"},
+    {"isallowed", rl_cmd_isallowed, "write deny-oom fast", 5,
+     "Sliding-window log: 1 if the attempt is within max_count in the last period"},
+    {"rlimit.settat", rl_cmd_settat, "write deny-oom fast", 3,
+     "Internal: sets GCRA state (replication and AOF)"},
+    {"rlimit.logpush", rl_cmd_logpush, "write deny-oom fast", 6,
+     "Internal: records one window-log attempt (replication and AOF)"},
+    {"rlimit.logset", rl_cmd_logset, "write deny-oom", 3,
+     "Internal: sets a whole window log (AOF rewrite)"},
 };
+
+/* Redis registers module commands with arity -1; giving the real arity makes Redis itself refuse
+ * a wrong-arity call, before MULTI queues it (EXECABORT, as the daemon does). */
+static int set_arity(RedisModuleCtx *ctx, const struct rl_command *c)
+{
+    static const RedisModuleCommandInfoVersion version = {.version = 1};
+    RedisModuleCommandInfo info = {
+        .version = &version,
+        .summary = c->summary,
+        .since = "0.1.0",
+        .arity = c->arity,
+    };
+    RedisModuleCommand *cmd = RedisModule_GetCommand(ctx, c->name);
+    return cmd != NULL ? RedisModule_SetCommandInfo(cmd, &info) : REDISMODULE_ERR;
+}
 
 __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ctx,
                                                                RedisModuleString **argv,
@@ -55,15 +78,21 @@ __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ct
 
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
+    /* Nothing global changes until the load is certain to succeed: a refused load must leave an
+     * already-loaded copy of this library (same globals) working. */
     if (rm_api_load(ctx, "rlimit", 1) != REDISMODULE_OK)
         return REDISMODULE_ERR;
-    if (parse_args(ctx, argv, argc) != REDISMODULE_OK)
+    int64_t window_max_count = ISALLOWED_DEFAULT_MAX_COUNT;
+    if (parse_args(ctx, argv, argc, &window_max_count) != REDISMODULE_OK)
         return REDISMODULE_ERR;
+    RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
     if (rl_types_create(ctx) != REDISMODULE_OK)
         return REDISMODULE_ERR;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (RedisModule_CreateCommand(ctx, commands[i].name, commands[i].fn, commands[i].flags, 1,
-                                      1, 1) != REDISMODULE_OK)
+                                      1, 1) != REDISMODULE_OK ||
+            set_arity(ctx, &commands[i]) != REDISMODULE_OK)
             return REDISMODULE_ERR;
+    rl_window_max_count = window_max_count;
     return REDISMODULE_OK;
 }

@@ -28,6 +28,12 @@ int rm_api_load(RedisModuleCtx *ctx, const char *name, int ver)
                             missing);
         return REDISMODULE_ERR;
     }
+    if (RedisModule_IsModuleNameBusy(name)) {
+        RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING,
+                        "rlimit: already loaded; a module with data types cannot be loaded "
+                        "twice or unloaded, so restart the server to change its arguments");
+        return REDISMODULE_ERR;
+    }
     RedisModule_SetModuleAttribs(ctx, name, ver, REDISMODULE_APIVER_1);
     return REDISMODULE_OK;
 }

@@ -40,7 +40,8 @@ struct swlog *rl_wlog_get(RedisModuleKey *key);
 int rl_wlog_push(RedisModuleKey *key, int64_t cutoff_ms, int64_t keep, int64_t ts_ms,
                  int64_t period_ms, int64_t *newest_ms);
 /* Replaces the state at key with the packed log (little-endian int64 ms, ascending). Returns 0,
- * or -1 with *err set when the bytes are not a valid log. The key's expiry is not touched. */
+ * or -1 with *err set when the bytes are not a valid log. The key keeps the expiry it had (an
+ * AOF rewrite follows RLIMIT.LOGSET with PEXPIREAT anyway). */
 int rl_wlog_replace(RedisModuleKey *key, const char *packed, size_t len, const char **err);
 
 /* ---- module_cmds.c / module_effects.c: command handlers ---- */

@@ -74,6 +74,13 @@ static void *gcra_rdb_load(RedisModuleIO *io, int encver)
     int64_t tat = RedisModule_LoadSigned(io);
     if (RedisModule_IsIOError(io))
         return NULL;
+    /* RLIMIT.SETTAT's rule: a TAT < 1 cannot come from this module, and it could not be written
+     * back through an AOF rewrite. */
+    if (tat < 1) {
+        RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING, "rlimit: corrupt rlim-gcra: "
+                               "TAT %lld", (long long)tat);
+        return NULL;
+    }
     struct rl_gcra *g = RedisModule_Alloc(sizeof(*g));
     g->tat = tat;
     return g;
@@ -188,7 +195,11 @@ int rl_wlog_replace(RedisModuleKey *key, const char *packed, size_t len, const c
     struct swlog *log = wlog_unpack(packed, len, err);
     if (log == NULL)
         return -1;
+    /* Setting a value clears the key's expiry; a replaced log keeps the one it had. */
+    mstime_t expire = RedisModule_GetAbsExpire(key);
     RedisModule_ModuleTypeSetValue(key, rl_wlog_type, log);
+    if (expire != REDISMODULE_NO_EXPIRE)
+        RedisModule_SetAbsExpire(key, expire);
     return 0;
 }
 
@@ -269,7 +280,11 @@ int rl_types_create(RedisModuleCtx *ctx)
         .digest = wlog_digest,
         .free = rl_free,
     };
-    rl_gcra_type = RedisModule_CreateDataType(ctx, "rlim-gcra", RL_ENCVER, &gcra);
-    rl_wlog_type = RedisModule_CreateDataType(ctx, "rlim-wlog", RL_ENCVER, &wlog);
-    return rl_gcra_type != NULL && rl_wlog_type != NULL ? REDISMODULE_OK : REDISMODULE_ERR;
+    RedisModuleType *g = RedisModule_CreateDataType(ctx, "rlim-gcra", RL_ENCVER, &gcra);
+    RedisModuleType *w = RedisModule_CreateDataType(ctx, "rlim-wlog", RL_ENCVER, &wlog);
+    if (g == NULL || w == NULL)
+        return REDISMODULE_ERR;
+    rl_gcra_type = g;
+    rl_wlog_type = w;
+    return REDISMODULE_OK;
 }

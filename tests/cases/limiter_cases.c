@@ -143,6 +143,20 @@ const struct lc_case lc_cases[] = {
       {"CL.THROTTLE n 15 30 60", WRONGTYPE},
       {"GET n", "$1"}}},
 
+    {"wrong_arity_aborts_a_transaction",
+     /* Arity is checked when MULTI queues the call, as Redis does for its own commands. */
+     {{"MULTI", "+OK"},
+      {"CL.THROTTLE k", THROTTLE_ARITY},
+      {"ISALLOWED u a", ISALLOWED_ARITY},
+      {"CL.THROTTLE k2 1 1 60", "+QUEUED"},
+      {"EXEC", "-EXECABORT Transaction discarded because of previous errors."},
+      {"EXISTS k2", ":0"},
+      /* Too many arguments for CL.THROTTLE is its own check, made when it runs. */
+      {"MULTI", "+OK"},
+      {"CL.THROTTLE k 1 1 60 1 1", "+QUEUED"},
+      {"CL.THROTTLE k2 1 1 60", "+QUEUED"},
+      {"EXEC", "[" THROTTLE_ARITY " [0 2 1 -1 60]]"}}},
+
     {"isallowed_allows_max_count_then_denies",
      {{"ISALLOWED alice login 60 5", ":1"},
       {"ISALLOWED alice login 60 5", ":1"},

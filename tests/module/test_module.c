@@ -263,6 +263,10 @@ Test(module, internal_commands_validate_like_user_input)
     long long two[] = {now - 2000, now - 1000};
     IT_STATUS(logset(c, "hist:{x}:a", blob, pack(blob, two, 2)), "OK");
     IT_INT(it_cmd(c, "ISALLOWED x a 60 2"), 0);
+    /* Replacing a log keeps the key's expiry (setting a module value alone would clear it). */
+    IT_STATUS(logset(c, "hist:{x}:a", blob, pack(blob, two, 2)), "OK");
+    long long pttl = it_int(it_cmd(c, "PTTL hist:{x}:a"));
+    cr_assert(pttl > 50000 && pttl <= 60000, "PTTL after RLIMIT.LOGSET: %lld", pttl);
     /* RLIMIT.SETTAT makes GCRA state that CL.THROTTLE reads: a TAT 32 s ahead is a full bucket
      * for the worked example's limits. */
     long long tat = ((long long)ts.tv_sec + 40) * 1000000000LL;
@@ -334,4 +338,70 @@ Test(module, load_arguments)
         free(log);
         rs_stop(failed);
     }
+}
+
+Test(module, a_second_load_is_refused_and_the_first_keeps_working)
+{
+    const char *const extra[] = {"--enable-module-command", "yes", NULL};
+    struct rs_server *s = rs_start(NULL, extra);
+    redisContext *c = it_connect(s->port);
+    IT_INTS(it_cmd(c, "CL.THROTTLE a 15 30 60"), 0, 16, 15, -1, 2);
+    IT_ERR_LIKE(it_cmd(c, "MODULE LOAD %s window-max-count 5", getenv("RLIMIT_MODULE")), "ERR",
+                NULL);
+    /* Nothing of the refused load took effect: the ceiling, the types, the state. */
+    IT_INT(it_cmd(c, "ISALLOWED u a 60 6"), 1);
+    IT_INTS(it_cmd(c, "CL.THROTTLE a 15 30 60"), 0, 16, 14, -1, 4);
+    IT_INTS(it_cmd(c, "CL.THROTTLE b 15 30 60"), 0, 16, 15, -1, 2);
+    IT_STATUS(it_cmd(c, "TYPE b"), "rlim-gcra");
+    IT_STATUS(it_cmd(c, "SAVE"), "OK");
+    IT_STATUS(it_cmd(c, "PING"), "PONG");
+    redisFree(c);
+    rs_stop(s);
+}
+
+/* Redis's DUMP checksum: CRC-64/Jones (reflected polynomial 0x95ac9329ac4bc9b5, init 0). */
+static unsigned long long crc64(const unsigned char *p, size_t n)
+{
+    unsigned long long crc = 0;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (int b = 0; b < 8; b++)
+            crc = crc & 1 ? (crc >> 1) ^ 0x95ac9329ac4bc9b5ULL : crc >> 1;
+    }
+    return crc;
+}
+
+Test(module, a_corrupt_restore_payload_is_an_error_not_a_crash)
+{
+    cr_assert_eq(crc64((const unsigned char *)"123456789", 9), 0xe9c6d914c4b8d9caULL,
+                 "crc64 check value");
+    struct rs_server *s = rs_start(NULL, NULL);
+    redisContext *c = it_connect(s->port);
+    IT_INTS(it_cmd(c, "CL.THROTTLE g 15 30 60"), 0, 16, 15, -1, 2);
+    redisReply *d = it_cmd(c, "DUMP g");
+    cr_assert(d->type == REDIS_REPLY_STRING && d->len > 20, "DUMP g");
+    unsigned char buf[256];
+    size_t n = d->len;
+    cr_assert(n <= sizeof buf);
+    memcpy(buf, d->str, n);
+    freeReplyObject(d);
+    /* The valid payload restores. */
+    redisReply *r = redisCommand(c, "RESTORE g1 0 %b", buf, n);
+    IT_STATUS(r, "OK");
+    /* Corrupt the value's first opcode (after the type byte and the 64-bit module id: the TAT's
+     * "unsigned" marker becomes "signed") and fix the checksum, so only the module's loader can
+     * tell. Without I/O-error handling Redis would panic here. */
+    cr_assert(buf[0] == 7 && buf[1] == 0x81 && buf[10] == 2, "unexpected DUMP layout");
+    buf[10] = 1;
+    unsigned long long crc = crc64(buf, n - 8);
+    for (int b = 0; b < 8; b++)
+        buf[n - 8 + (size_t)b] = (unsigned char)(crc >> (8 * b));
+    r = redisCommand(c, "RESTORE g2 0 %b", buf, n);
+    cr_assert(r != NULL, "the server went away: %s", c->errstr);
+    IT_ERR_LIKE(r, "ERR", NULL);
+    IT_INT(it_cmd(c, "EXISTS g2"), 0);
+    IT_STATUS(it_cmd(c, "PING"), "PONG");
+    IT_INTS(it_cmd(c, "CL.THROTTLE g1 15 30 60"), 0, 16, 14, -1, 4);
+    redisFree(c);
+    rs_stop(s);
 }
