@@ -116,6 +116,8 @@ typedef struct RedisModuleCommandInfo {
     X(RedisModuleType *, ModuleTypeGetType, (RedisModuleKey * key))                                \
     X(void *, ModuleTypeGetValue, (RedisModuleKey * key))                                          \
     X(int, ModuleTypeSetValue, (RedisModuleKey * key, RedisModuleType * mt, void *value))          \
+    X(int, ModuleTypeReplaceValue,                                                                 \
+      (RedisModuleKey * key, RedisModuleType * mt, void *new_value, void **old_value))            \
     X(int, SetAbsExpire, (RedisModuleKey * key, mstime_t expire))                                  \
     X(mstime_t, GetAbsExpire, (RedisModuleKey * key))                                              \
     X(RedisModuleString *, CreateString, (RedisModuleCtx * ctx, const char *ptr, size_t len))      \

@@ -19,9 +19,21 @@ RedisModuleType *rl_wlog_type;
 /* Bump with a new load path when an encoding changes; the RDB carries it. */
 #define RL_ENCVER 0
 
-struct rl_gcra {
-    int64_t tat; /* theoretical arrival time, ns since the epoch */
-};
+/* GCRA state is one int64, the TAT (theoretical arrival time, ns since the epoch, always >= 1),
+ * and it is stored in the module value pointer itself rather than in an allocation: Redis never
+ * dereferences a module value, only hands it back to these callbacks, and skipping the 8-byte
+ * allocation saves memory and a malloc/free per key. (The module is built for 64-bit servers.) */
+_Static_assert(sizeof(void *) == sizeof(int64_t), "the TAT is kept in a pointer");
+
+static void *tat_to_value(int64_t tat)
+{
+    return (void *)(uintptr_t)tat;
+}
+
+static int64_t value_to_tat(const void *value)
+{
+    return (int64_t)(uintptr_t)value;
+}
 
 /* ---- the key's kind ---- */
 
@@ -44,20 +56,16 @@ enum rl_kind rl_key_kind(RedisModuleKey *key)
 
 int64_t rl_gcra_tat(RedisModuleKey *key)
 {
-    const struct rl_gcra *g = RedisModule_ModuleTypeGetValue(key);
-    return g->tat;
+    return value_to_tat(RedisModule_ModuleTypeGetValue(key));
 }
 
 void rl_gcra_store(RedisModuleKey *key, int64_t tat_ns)
 {
-    struct rl_gcra *g;
-    if (rl_key_kind(key) == RL_GCRA) {
-        g = RedisModule_ModuleTypeGetValue(key);
-    } else {
-        g = RedisModule_Alloc(sizeof(*g));
-        RedisModule_ModuleTypeSetValue(key, rl_gcra_type, g);
-    }
-    g->tat = tat_ns;
+    void *old;
+    if (rl_key_kind(key) == RL_GCRA)
+        RedisModule_ModuleTypeReplaceValue(key, rl_gcra_type, tat_to_value(tat_ns), &old);
+    else
+        RedisModule_ModuleTypeSetValue(key, rl_gcra_type, tat_to_value(tat_ns));
     /* SPEC 2: the key expires at its TAT. Redis expiry is in ms: round up so the key never goes
      * while its TAT is still ahead (a TAT that has passed counts as absent anyway). */
     int64_t ms = tat_ns / 1000000 + (tat_ns % 1000000 > 0);
@@ -81,31 +89,29 @@ static void *gcra_rdb_load(RedisModuleIO *io, int encver)
                                "TAT %lld", (long long)tat);
         return NULL;
     }
-    struct rl_gcra *g = RedisModule_Alloc(sizeof(*g));
-    g->tat = tat;
-    return g;
+    return tat_to_value(tat); /* non-NULL: tat >= 1 (NULL would mean a failed load) */
 }
 
 static void gcra_rdb_save(RedisModuleIO *io, void *value)
 {
-    RedisModule_SaveSigned(io, ((struct rl_gcra *)value)->tat);
+    RedisModule_SaveSigned(io, value_to_tat(value));
 }
 
 static void gcra_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
 {
     /* The server emits the key's PEXPIREAT after this; RLIMIT.SETTAT sets the same one. */
-    RedisModule_EmitAOF(aof, "RLIMIT.SETTAT", "sl", key, (long long)((struct rl_gcra *)value)->tat);
+    RedisModule_EmitAOF(aof, "RLIMIT.SETTAT", "sl", key, (long long)value_to_tat(value));
 }
 
 static size_t gcra_mem_usage(const void *value)
 {
     (void)value;
-    return sizeof(struct rl_gcra);
+    return 0; /* the TAT lives in the value pointer: nothing allocated */
 }
 
 static void gcra_digest(RedisModuleDigest *md, void *value)
 {
-    RedisModule_DigestAddLongLong(md, ((struct rl_gcra *)value)->tat);
+    RedisModule_DigestAddLongLong(md, value_to_tat(value));
     RedisModule_DigestEndSequence(md);
 }
 
@@ -137,9 +143,10 @@ int rl_wlog_push(RedisModuleKey *key, int64_t cutoff_ms, int64_t keep, int64_t t
     if (cap != log->cap) {
         struct swlog *moved = wlog_alloc(cap);
         swlog_copy(moved, log);
-        /* Setting the new value frees the old one (free callback) and clears the expiry, which
-         * is set again below. */
-        RedisModule_ModuleTypeSetValue(key, rl_wlog_type, moved);
+        /* Swapped in place: the key, its expiry and its LRU stay; the old ring is ours to free. */
+        void *old;
+        RedisModule_ModuleTypeReplaceValue(key, rl_wlog_type, moved, &old);
+        RedisModule_Free(old);
         log = moved;
     }
     int within = swlog_record(log, ts_ms, keep);
@@ -254,7 +261,12 @@ static void wlog_digest(RedisModuleDigest *md, void *value)
     RedisModule_DigestEndSequence(md);
 }
 
-static void rl_free(void *value)
+static void gcra_free(void *value)
+{
+    (void)value; /* nothing was allocated */
+}
+
+static void wlog_free(void *value)
 {
     RedisModule_Free(value);
 }
@@ -269,7 +281,7 @@ int rl_types_create(RedisModuleCtx *ctx)
         .aof_rewrite = gcra_aof_rewrite,
         .mem_usage = gcra_mem_usage,
         .digest = gcra_digest,
-        .free = rl_free,
+        .free = gcra_free,
     };
     RedisModuleTypeMethods wlog = {
         .version = REDISMODULE_TYPE_METHOD_VERSION_1,
@@ -278,7 +290,7 @@ int rl_types_create(RedisModuleCtx *ctx)
         .aof_rewrite = wlog_aof_rewrite,
         .mem_usage = wlog_mem_usage,
         .digest = wlog_digest,
-        .free = rl_free,
+        .free = wlog_free,
     };
     RedisModuleType *g = RedisModule_CreateDataType(ctx, "rlim-gcra", RL_ENCVER, &gcra);
     RedisModuleType *w = RedisModule_CreateDataType(ctx, "rlim-wlog", RL_ENCVER, &wlog);
