@@ -71,6 +71,8 @@
 #define F_TYPE 0x07       /* enum ks_type */
 #define F_HAS_EXP 0x08    /* an 8-byte expiry field follows the key length */
 #define F_EXP_IS_VAL 0x10 /* the expiry is the value (GCRA: the TAT) */
+#define F_EPOCH 0x20      /* dump epoch of the entry (see "Sliced dumps" at ks_dump_begin) */
+#define F_CRING 0x40      /* KS_SWLOG: the value is a struct cring, not a struct swlog */
 
 /* ---- slab allocator ---- */
 #define SLAB_SIZE 65536u
@@ -103,6 +105,33 @@ struct rawstr {
     char data[];
 };
 
+/* A window log as stored (issue 5: at most 40 bytes per key plus 8 per timestamp). swlog.c's
+ * struct swlog keeps int64 timestamps (16 + 8 * cap bytes in a malloc chunk: 112 for the 11 slots
+ * of max_count 10, 152 bytes per key in all). A cring keeps them as uint32 offsets from the
+ * oldest, oldest first: 12 + 4 * cap bytes, 56 for 11 slots, a 64-byte malloc chunk (about 106
+ * bytes per key in all). swlog.c stays the only code that decides anything: each ISALLOWED
+ * unpacks the cring into a struct swlog on the stack (cring_load), runs swlog_trim / swlog_fit_cap
+ * / swlog_record on it exactly as on a stored swlog, and packs the result back (cring_store).
+ * That is O(len) per call instead of O(log len), so a cring is used up to CRING_MAX_CAP slots
+ * only, and only while the newest and oldest timestamps are less than 2^32 ms (49 days) apart
+ * (a wall clock that stepped far, or a restored file, can make them so); otherwise the entry
+ * holds a struct swlog as before (F_CRING clear). The ring's capacity, as swlog_fit_cap chose
+ * it, is kept in cap, so rings are sized exactly as in the Redis module. */
+#define CRING_MAX_CAP 64
+
+struct cring {
+    uint32_t base_lo, base_hi; /* the oldest timestamp, ms (two halves: 4-byte alignment) */
+    uint8_t cap, len;
+    uint8_t pad_[2];
+    uint32_t off[]; /* cap slots, len used: timestamp i = base + off[i] */
+};
+
+/* Room for a struct swlog of up to CRING_MAX_CAP slots on the stack. */
+union swlog_buf {
+    struct swlog log;
+    int64_t words[2 + CRING_MAX_CAP];
+};
+
 struct shard {
     pthread_mutex_t lock;
     uint8_t *tags; /* nslots tags, then the refs array in the same block */
@@ -110,6 +139,18 @@ struct shard {
     uint64_t mask;          /* slots - 1 */
     uint64_t expire_cursor; /* where the active expiry sweep resumes */
     struct slabs sl;
+    /* Sliced dump (ks_dump_begin): entries whose F_EPOCH bit differs from epoch are still to be
+     * dumped; dump_left counts them. Outside a dump every entry's bit equals epoch. */
+    uint8_t epoch;
+    uint8_t dumping;
+    uint64_t dump_left;
+    uint64_t dump_cursor;
+    uint64_t table_gen;   /* bumped whenever the slot array is replaced */
+    uint64_t dump_gen;    /* table_gen the cursor refers to */
+    unsigned dump_wraps;  /* passes wrapped since the last resize */
+    /* Bulk load (ks_bulk_add): keys in the slabs but not yet in the table. */
+    uint64_t *bulk;
+    uint64_t nbulk, cap_bulk;
     /* Written under the lock, read by INFO without it: relaxed atomics. */
     _Atomic uint64_t count;
     _Atomic uint64_t expires;
@@ -122,6 +163,7 @@ struct keyspace {
     uint8_t seed[16];
     _Atomic uint64_t maxmemory;
     struct shard *shards;
+    int bulk; /* between ks_bulk_begin and ks_bulk_end */
 };
 
 static void oom(size_t n)
@@ -410,6 +452,7 @@ static void table_alloc(struct shard *sh, uint64_t nslots)
     sh->tags = p;
     sh->refs = (uint32_t *)(p + nslots);
     sh->mask = nslots - 1;
+    sh->table_gen++;
 }
 
 static void table_free(struct shard *sh, uint8_t *tags, uint64_t nslots)
@@ -466,6 +509,7 @@ static void free_value(struct shard *sh, uint8_t *e)
     if (t == KS_RAW || t == KS_SWLOG) {
         shard_free(sh, e_ptr(e));
         e_set_ptr(e, NULL);
+        e[E_FLAGS] &= (uint8_t)~F_CRING;
     }
 }
 
@@ -475,6 +519,8 @@ static void free_entry_at(struct shard *sh, uint64_t i)
     uint32_t ref = sh->refs[i];
     uint8_t *e = ref_ptr(sh, ref);
     free_value(sh, e);
+    if (sh->dumping && (e[E_FLAGS] & F_EPOCH) != sh->epoch)
+        sh->dump_left--; /* removed before the dump reached it: not in this snapshot */
     if (e_expire(e) != 0)
         counter_add(&sh->expires, -1);
     counter_add(&sh->count, -1);
@@ -499,6 +545,7 @@ void ks_flush_shard(struct keyspace *ks, unsigned shard)
     slabs_init(&sh->sl);
     atomic_store_explicit(&sh->count, 0, memory_order_relaxed);
     atomic_store_explicit(&sh->expires, 0, memory_order_relaxed);
+    sh->dump_left = 0; /* a dump in progress has nothing left to find */
     /* Give a big emptied table back. */
     if (sh->mask + 1 > MIN_SLOTS) {
         table_free(sh, sh->tags, sh->mask + 1);
@@ -724,7 +771,9 @@ static uint64_t insert(const struct keyspace *ks, struct shard *sh, const struct
     uint32_t ref = slab_alloc(sh, &sh->sl, size);
     uint8_t *e = ref_ptr(sh, ref);
     e_set_val(e, 0);
-    e[E_FLAGS] = (uint8_t)(flags | (uint8_t)type);
+    /* A key created while its shard is being dumped is not part of that snapshot: it is born
+     * with the current epoch, as if already dumped. */
+    e[E_FLAGS] = (uint8_t)(flags | (uint8_t)type | sh->epoch);
     if (k->len >= KLEN_LONG) {
         uint32_t n = (uint32_t)k->len;
         e[E_KLEN] = KLEN_LONG;
@@ -753,6 +802,7 @@ static uint8_t *reshape(struct shard *sh, uint64_t i, uint8_t nflags, int64_t ex
     uint8_t *o = ref_ptr(sh, oref);
     size_t klen = e_klen(o);
     uint8_t oflags = o[E_FLAGS];
+    nflags = (uint8_t)((nflags & ~F_EPOCH) | (oflags & F_EPOCH)); /* a reshape is no new key */
     if ((oflags & F_HAS_EXP) == (nflags & F_HAS_EXP)) {
         o[E_FLAGS] = nflags;
         if (nflags & F_HAS_EXP)
@@ -844,41 +894,121 @@ int ks_gcra_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
     return KS_OK;
 }
 
+static size_t cring_bytes(uint32_t cap)
+{
+    return sizeof(struct cring) + (size_t)cap * sizeof(uint32_t);
+}
+
+/* Whether log, in a ring of cap slots, can be a cring. */
+static int cring_fits(const struct swlog *log, uint32_t cap)
+{
+    if (cap > CRING_MAX_CAP)
+        return 0;
+    return log->len < 2 ||
+           (uint64_t)swlog_newest(log) - (uint64_t)swlog_at(log, 0) <= UINT32_MAX;
+}
+
+static void cring_store(struct cring *c, const struct swlog *log, uint32_t cap)
+{
+    uint64_t base = log->len > 0 ? (uint64_t)swlog_at(log, 0) : 0;
+    c->base_lo = (uint32_t)base;
+    c->base_hi = (uint32_t)(base >> 32);
+    c->cap = (uint8_t)cap;
+    c->len = (uint8_t)log->len;
+    c->pad_[0] = c->pad_[1] = 0;
+    for (uint32_t i = 0; i < log->len; i++)
+        c->off[i] = (uint32_t)((uint64_t)swlog_at(log, i) - base);
+}
+
+/* The cring as a struct swlog in b (through swlog.c's own functions only). */
+static struct swlog *cring_load(const struct cring *c, union swlog_buf *b)
+{
+    uint64_t base = ((uint64_t)c->base_hi << 32) | c->base_lo;
+    swlog_init(&b->log, c->cap);
+    /* Recording in order rebuilds the ring exactly: max_count = cap - 1 keeps up to cap. */
+    for (uint32_t i = 0; i < c->len; i++)
+        swlog_record(&b->log, (int64_t)(base + c->off[i]), (int64_t)c->cap - 1);
+    return &b->log;
+}
+
+/* Stores log (cap slots, on the stack or the heap) as entry e's value, as a cring when it fits,
+ * replacing whatever e held (old, a heap block or NULL). */
+static void store_log(struct shard *sh, uint8_t *e, void *old, struct swlog *log, int on_heap)
+{
+    uint32_t cap = log->cap;
+    if (cring_fits(log, cap)) {
+        struct cring *c = old;
+        if (!(e[E_FLAGS] & F_CRING) || c == NULL || c->cap != cap) {
+            if (old != NULL)
+                shard_free(sh, old);
+            c = shard_alloc(sh, cring_bytes(cap));
+        }
+        cring_store(c, log, cap);
+        if (on_heap)
+            shard_free(sh, log);
+        e_set_ptr(e, c);
+        e[E_FLAGS] |= F_CRING;
+        return;
+    }
+    if (!on_heap) {
+        struct swlog *w = shard_alloc(sh, swlog_bytes(cap));
+        swlog_init(w, cap);
+        swlog_copy(w, log);
+        log = w;
+    }
+    if (old != NULL && old != log)
+        shard_free(sh, old);
+    e_set_ptr(e, log);
+    e[E_FLAGS] &= (uint8_t)~F_CRING;
+}
+
 int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t period_ms,
                    int64_t max_count, int *allowed)
 {
     struct shard *sh = shard_of(ks, key);
     int64_t now_ms = now / CLOCK_NS_PER_MS;
     int64_t i = find(ks, sh, key, now);
+    union swlog_buf buf, moved;
+    struct swlog *log;
     if (i >= 0 && e_type(slot_entry(sh, (uint64_t)i)) != KS_SWLOG)
         return KS_WRONGTYPE;
     if (i < 0) {
         if (over_maxmemory(ks))
             return KS_OOM;
         uint32_t cap = max_count + 1 < 4 ? (uint32_t)(max_count + 1) : 4;
-        struct swlog *log = shard_alloc(sh, swlog_bytes(cap));
-        swlog_init(log, cap);
         /* Created with its expiry field: set_expire below then writes it in place. */
         i = (int64_t)insert(ks, sh, key, KS_SWLOG, F_HAS_EXP);
-        e_set_ptr(slot_entry(sh, (uint64_t)i), log);
+        swlog_init(&buf.log, cap);
+        store_log(sh, slot_entry(sh, (uint64_t)i), NULL, &buf.log, 0);
     }
     uint8_t *e = slot_entry(sh, (uint64_t)i);
-    struct swlog *log = e_ptr(e);
+    void *stored = e_ptr(e);
+    int on_heap = !(e[E_FLAGS] & F_CRING);
+    log = on_heap ? stored : cring_load(stored, &buf);
     swlog_trim(log, now_ms, period_ms);
     uint32_t needed = swlog_needed(log, max_count);
     uint32_t cap = swlog_fit_cap(log->cap, needed, max_count);
     if (cap != log->cap) {
-        struct swlog *bigger = shard_alloc(sh, swlog_bytes(cap));
-        swlog_init(bigger, cap);
-        swlog_copy(bigger, log);
-        shard_free(sh, log);
-        log = bigger;
-        e_set_ptr(e, log);
+        struct swlog *to = cap <= CRING_MAX_CAP ? &moved.log : shard_alloc(sh, swlog_bytes(cap));
+        swlog_init(to, cap);
+        swlog_copy(to, log);
+        if (on_heap) {
+            shard_free(sh, log);
+            if (stored == log)
+                stored = NULL;
+        }
+        log = to;
+        on_heap = cap > CRING_MAX_CAP;
     }
     *allowed = swlog_record(log, now_ms, max_count);
+    int64_t newest = swlog_newest(log);
+    if (log != stored)
+        store_log(sh, e, stored, log, on_heap);
+    else if (cring_fits(log, log->cap))
+        store_log(sh, e, NULL, log, 1); /* a wide log that fits a cring again */
     /* SPEC 3: the key expires `period` after its newest attempt. cmd_limit bounds period so
      * this cannot overflow. */
-    set_expire(sh, (uint64_t)i, (swlog_newest(log) + period_ms) * CLOCK_NS_PER_MS);
+    set_expire(sh, (uint64_t)i, (newest + period_ms) * CLOCK_NS_PER_MS);
     return KS_OK;
 }
 
@@ -907,7 +1037,8 @@ enum ks_type ks_get(struct keyspace *ks, const struct ks_key *key, int64_t now, 
             break;
         }
         case KS_SWLOG:
-            v->i = ((const struct swlog *)e_ptr(e))->len;
+            v->i = (e[E_FLAGS] & F_CRING) ? ((const struct cring *)e_ptr(e))->len
+                                          : ((const struct swlog *)e_ptr(e))->len;
             break;
         default:
             break;
@@ -1100,14 +1231,92 @@ size_t ks_expire_cycle(struct keyspace *ks, unsigned shard, int64_t now, size_t 
     return freed;
 }
 
-uint64_t ks_dump_shard(struct keyspace *ks, unsigned shard, int64_t now, ks_dump_fn cb, void *ud)
+/* ---- Sliced dumps ----
+ *
+ * A snapshot must not hold a shard's lock for the whole shard (tens of thousands of entries,
+ * milliseconds at 10M keys: every command on that shard waits that long). So a save dumps a shard
+ * in slices of a bounded number of slots, releasing the lock in between, while commands keep
+ * changing the shard. A slot cursor alone is not enough: between slices a deletion's backward
+ * shift can move a not-yet-dumped entry to a slot already passed (it would be missed), and a
+ * resize moves every entry (some would be missed, others dumped twice; a loader that trusts a
+ * snapshot to hold each key once must never see a double).
+ *
+ * So the "dumped or not" state lives in the entry itself: one flag bit, F_EPOCH, compared with
+ * the shard's epoch. Outside a dump every entry's bit equals sh->epoch. ks_dump_begin flips
+ * sh->epoch, which marks every existing entry "to dump" in O(1), and sets dump_left to the entry
+ * count. A slice dumps entries whose bit differs and flips it; entries keep their bit when they
+ * move (backward shift, reshape, rehash, compaction copy the flags byte), keys created during the
+ * dump are born with the new epoch (not part of this snapshot), and freeing a not-yet-dumped
+ * entry decrements dump_left (it is not part of it either). The dump ends when dump_left is 0.
+ * Hence every key that exists for the whole dump is written exactly once, as it was at the
+ * moment its slice ran; a key created or deleted during the dump may or may not be written.
+ *
+ * Efficiency, not correctness, is what the cursor is for: a slice goes on past its budget to the
+ * next empty slot, so the cursor always follows an empty slot. An entry not yet passed then has
+ * its home slot at or after the cursor (its probe run cannot cross that empty slot), and since a
+ * backward shift moves an entry only towards its home, it can never move behind the cursor:
+ * one pass finds everything. After a resize (a new slot array: table_gen changed) the cursor
+ * starts again at slot 0; already-dumped entries are skipped by their bit. If a pass ends with
+ * entries left (only after such a restart), the cursor wraps. */
+
+void ks_dump_begin(struct keyspace *ks, unsigned shard)
 {
     struct shard *sh = &ks->shards[shard];
-    uint64_t n = 0;
-    for (uint64_t i = 0; i <= sh->mask; i++) {
-        if (sh->tags[i] == 0)
+    if (sh->dumping) {
+        fprintf(stderr, "rlimitd: ks_dump_begin on a shard already being dumped\n");
+        abort();
+    }
+    sh->epoch ^= F_EPOCH;
+    sh->dumping = 1;
+    sh->dump_left = atomic_load_explicit(&sh->count, memory_order_relaxed);
+    sh->dump_cursor = 0;
+    sh->dump_gen = sh->table_gen;
+    sh->dump_wraps = 0;
+}
+
+int ks_dump_slice(struct keyspace *ks, unsigned shard, int64_t now, uint64_t max_slots,
+                  ks_dump_fn cb, void *ud, uint64_t *dumped)
+{
+    struct shard *sh = &ks->shards[shard];
+    uint64_t mask = sh->mask;
+    uint64_t i = sh->dump_cursor;
+    uint64_t visited = 0;
+    uint8_t epoch = sh->epoch;
+    union swlog_buf logbuf;
+    if (!sh->dumping)
+        return 1;
+    if (sh->dump_gen != sh->table_gen) {
+        i = 0; /* resized (or rehashed) since the last slice */
+        sh->dump_gen = sh->table_gen;
+        sh->dump_wraps = 0;
+    }
+    while (sh->dump_left > 0) {
+        if (i > mask) {
+            /* Entries left after a full pass: only after a resize, see above. A second wrap
+             * without a resize means dump_left and the bits disagree: a broken invariant. */
+            i = 0;
+            if (++sh->dump_wraps > 2) {
+                fprintf(stderr, "rlimitd: sliced dump lost track of %llu entries\n",
+                        (unsigned long long)sh->dump_left);
+                abort();
+            }
+        }
+        if (visited >= max_slots && sh->tags[i] == 0)
+            break; /* the next slice starts at an empty slot: see above */
+        visited++;
+        uint64_t ahead = (i + 8) & mask;
+        if (sh->tags[ahead] != 0)
+            __builtin_prefetch(slot_entry(sh, ahead));
+        if (sh->tags[i] == 0) {
+            i++;
             continue;
-        const uint8_t *e = slot_entry(sh, i);
+        }
+        uint8_t *e = slot_entry(sh, i);
+        i++;
+        if ((e[E_FLAGS] & F_EPOCH) == epoch)
+            continue; /* dumped already, or created during this dump */
+        e[E_FLAGS] ^= F_EPOCH;
+        sh->dump_left--;
         if (e_expired(e, now))
             continue; /* SPEC 6: expired state is skipped on write */
         struct ks_record r = {0};
@@ -1122,11 +1331,38 @@ uint64_t ks_dump_shard(struct keyspace *ks, unsigned shard, int64_t now, ks_dump
             r.p = str->data;
             r.len = str->len;
         } else {
-            r.log = e_ptr(e);
+            r.log = (e[E_FLAGS] & F_CRING) ? cring_load(e_ptr(e), &logbuf) : e_ptr(e);
         }
         cb(ud, &r);
-        n++;
+        (*dumped)++;
     }
+    sh->dump_cursor = i;
+    if (sh->dump_left > 0)
+        return 0;
+    sh->dumping = 0;
+    return 1;
+}
+
+size_t ks_dump_peek(struct keyspace *ks, unsigned shard, uint64_t max_slots, const void **addrs,
+                    size_t cap)
+{
+    struct shard *sh = &ks->shards[shard];
+    uint64_t mask = sh->mask;
+    uint64_t i = sh->dump_gen == sh->table_gen ? sh->dump_cursor : 0;
+    size_t n = 0;
+    if (!sh->dumping)
+        return 0;
+    for (uint64_t k = 0; k < max_slots && n < cap && i <= mask; k++, i++)
+        if (sh->tags[i] != 0)
+            addrs[n++] = slot_entry(sh, i);
+    return n;
+}
+
+uint64_t ks_dump_shard(struct keyspace *ks, unsigned shard, int64_t now, ks_dump_fn cb, void *ud)
+{
+    uint64_t n = 0;
+    ks_dump_begin(ks, shard);
+    ks_dump_slice(ks, shard, now, UINT64_MAX, cb, ud, &n);
     return n;
 }
 
@@ -1143,47 +1379,41 @@ void ks_reserve(struct keyspace *ks, uint64_t n)
     }
 }
 
-int ks_restore(struct keyspace *ks, const struct ks_record *r, int64_t now)
+/* What ks_restore refuses: an unknown type, a window log with no or unsorted timestamps. */
+static int record_invalid(const struct ks_record *r)
 {
     if (r->type < KS_GCRA || r->type > KS_SWLOG)
-        return -1;
+        return 1;
     if (r->type == KS_SWLOG) {
         if (r->nts == 0 || r->ts == NULL)
-            return -1;
+            return 1;
         for (uint32_t i = 1; i < r->nts; i++)
             if (r->ts[i] < r->ts[i - 1])
-                return -1;
+                return 1;
     }
-    /* SPEC 6: expired state is skipped on load too. */
-    if (r->expire != 0 && r->expire <= now)
-        return 0;
-    struct ks_key k;
-    ks_key_init(ks, &k, r->key, r->klen);
-    struct shard *sh = shard_of(ks, &k);
-    int64_t si = find(ks, sh, &k, now);
-    uint64_t i;
-    if (si < 0) {
-        /* Born in its final shape, so a load does not move entries between classes. */
-        uint8_t f = 0;
-        if (r->expire != 0)
-            f = (r->type == KS_GCRA && r->expire == r->i) ? F_EXP_IS_VAL : F_HAS_EXP;
-        i = insert(ks, sh, &k, r->type, f);
-    } else {
-        i = (uint64_t)si;
-        prepare_new_value(sh, i);
-    }
-    uint8_t *e = slot_entry(sh, i);
-    set_type(e, r->type);
+    return 0;
+}
+
+/* Entry e's value becomes a ring holding exactly the record's timestamps (e holds none). */
+static void set_restored_log(struct shard *sh, uint8_t *e, const struct ks_record *r)
+{
+    union swlog_buf buf;
+    int on_heap = r->nts > CRING_MAX_CAP;
+    struct swlog *log = on_heap ? shard_alloc(sh, swlog_bytes(r->nts)) : &buf.log;
+    swlog_init(log, r->nts);
+    /* Recording in order rebuilds the ring exactly: max_count = n - 1 keeps all n. */
+    for (uint32_t j = 0; j < r->nts; j++)
+        swlog_record(log, r->ts[j], (int64_t)r->nts - 1);
+    store_log(sh, e, NULL, log, on_heap);
+}
+
+/* Sets the value of a new entry from a record (the entry's shape is already final). */
+static void set_restored_value(struct shard *sh, uint8_t *e, const struct ks_record *r)
+{
     switch (r->type) {
     case KS_GCRA:
     case KS_INT:
-        /* An implied expiry must not change before set_expire has counted the old one. */
-        if (e[E_FLAGS] & F_EXP_IS_VAL) {
-            set_gcra(sh, i, r->i);
-            e = slot_entry(sh, i);
-        } else {
-            e_set_val(e, r->i);
-        }
+        e_set_val(e, r->i);
         break;
     case KS_RAW: {
         struct rawstr *str = shard_alloc(sh, sizeof(*str) + r->len);
@@ -1192,18 +1422,248 @@ int ks_restore(struct keyspace *ks, const struct ks_record *r, int64_t now)
         e_set_ptr(e, str);
         break;
     }
-    default: {
-        struct swlog *log = shard_alloc(sh, swlog_bytes(r->nts));
-        swlog_init(log, r->nts);
-        /* Recording in order rebuilds the ring exactly: max_count = n - 1 keeps all n. */
-        for (uint32_t j = 0; j < r->nts; j++)
-            swlog_record(log, r->ts[j], (int64_t)r->nts - 1);
-        e_set_ptr(e, log);
+    default:
+        set_restored_log(sh, e, r);
         break;
     }
+}
+
+/* The shape a restored entry is born with, so a load never moves entries between classes. */
+static uint8_t restored_shape(const struct ks_record *r)
+{
+    if (r->expire == 0)
+        return 0;
+    return (r->type == KS_GCRA && r->expire == r->i) ? F_EXP_IS_VAL : F_HAS_EXP;
+}
+
+int ks_restore(struct keyspace *ks, const struct ks_record *r, int64_t now)
+{
+    if (record_invalid(r))
+        return -1;
+    /* SPEC 6: expired state is skipped on load too. */
+    if (r->expire != 0 && r->expire <= now)
+        return 0;
+    struct ks_key k;
+    ks_key_init(ks, &k, r->key, r->klen);
+    struct shard *sh = shard_of(ks, &k);
+    int64_t si = find(ks, sh, &k, now);
+    if (si < 0) {
+        uint64_t i = insert(ks, sh, &k, r->type, restored_shape(r));
+        uint8_t *e = slot_entry(sh, i);
+        set_restored_value(sh, e, r);
+        if (e[E_FLAGS] & F_HAS_EXP)
+            memcpy(e + exp_off(r->klen), &r->expire, 8);
+        if (r->expire != 0)
+            counter_add(&sh->expires, 1);
+        return 1;
+    }
+    uint64_t i = (uint64_t)si;
+    uint8_t *e = prepare_new_value(sh, i);
+    set_type(e, r->type);
+    if (r->type == KS_GCRA || r->type == KS_INT) {
+        /* An implied expiry must not change before set_expire has counted the old one. */
+        if (e[E_FLAGS] & F_EXP_IS_VAL) {
+            set_gcra(sh, i, r->i);
+            e = slot_entry(sh, i);
+        } else {
+            e_set_val(e, r->i);
+        }
+    } else {
+        set_restored_value(sh, e, r);
     }
     set_expire(sh, i, r->expire);
     return 1;
+}
+
+/* ---- Bulk loading ----
+ *
+ * Loading a 10M-key snapshot with ks_restore spent most of its time waiting for memory: every
+ * key's home slot is a random place in tables far bigger than the caches (and in a VM a TLB miss
+ * is a nested page walk). A bulk load does not touch the tables while it reads: ks_bulk_add
+ * writes each entry into its shard's slabs (sequential per shard) and appends (home bits, tag,
+ * reference) to the shard's pending list, sequential too. ks_bulk_end then builds each shard's
+ * table in one go: a counting sort of the pending list by home slot, and the slots filled in home
+ * order, a sequential sweep through the table. Placing keys in ascending home order at the first
+ * free slot at or after the home gives a table that satisfies the invariant lookups and deletions
+ * rely on (every slot between a key's home slot and the key is occupied).
+ *
+ * Duplicates: a snapshot holds each key once (ks_dump_slice), but a file could say otherwise,
+ * and ks_restore's answer is that the later record replaces the earlier. Equal keys have equal
+ * hashes, so the sweep meets the earlier one in the new key's probe run, as a lookup would (the
+ * run is the few slots just filled, still in the cache); it is freed and the later entry takes
+ * its slot. The sort is stable, so "later" is file order: the keyspace ks_restore would build. */
+
+#define BULK_HOME_BITS 25 /* home bits kept per pending key; bigger tables rehash the entry */
+
+int ks_bulk_begin(struct keyspace *ks)
+{
+    if (ks->bulk || ks_key_count(ks) != 0)
+        return -1;
+    ks->bulk = 1;
+    return 0;
+}
+
+int ks_bulk_add(struct keyspace *ks, const struct ks_record *r, int64_t now)
+{
+    if (!ks->bulk) {
+        fprintf(stderr, "rlimitd: ks_bulk_add without ks_bulk_begin\n");
+        abort();
+    }
+    if (record_invalid(r))
+        return -1;
+    if (r->expire != 0 && r->expire <= now)
+        return 0;
+    struct ks_key k;
+    ks_key_init(ks, &k, r->key, r->klen);
+    struct shard *sh = shard_of(ks, &k);
+    uint8_t flags = restored_shape(r);
+    uint32_t ref = slab_alloc(sh, &sh->sl, entry_size(flags, r->klen));
+    uint8_t *e = ref_ptr(sh, ref);
+    e[E_FLAGS] = (uint8_t)(flags | (uint8_t)r->type | sh->epoch);
+    if (r->klen >= KLEN_LONG) {
+        uint32_t n = (uint32_t)r->klen;
+        e[E_KLEN] = KLEN_LONG;
+        memcpy(e + E_HDR, &n, 4);
+    } else {
+        e[E_KLEN] = (uint8_t)r->klen;
+    }
+    if (flags & F_HAS_EXP)
+        memcpy(e + exp_off(r->klen), &r->expire, 8);
+    memcpy(e + key_off(flags, r->klen), r->key, r->klen);
+    set_restored_value(sh, e, r);
+    if (sh->nbulk == sh->cap_bulk) {
+        /* mmap'd, not malloc'd: 8 bytes a key for the duration of the load only (80 MB at 10M
+         * keys), which munmap gives back, where the malloc heap might keep it. */
+        size_t old = sh->cap_bulk * sizeof(*sh->bulk);
+        sh->cap_bulk = sh->cap_bulk ? sh->cap_bulk * 2 : PAGE / sizeof(*sh->bulk);
+        size_t n = sh->cap_bulk * sizeof(*sh->bulk);
+        void *p = sh->bulk == NULL ? xmmap(n) : mremap(sh->bulk, old, n, MREMAP_MAYMOVE);
+        if (p == MAP_FAILED)
+            oom(n);
+        sh->bulk = p;
+    }
+    sh->bulk[sh->nbulk++] = ((uint64_t)ref << 32) |
+                            ((k.hash & ((1u << BULK_HOME_BITS) - 1)) << 7) |
+                            (uint64_t)(tag_of(k.hash) & 0x7f);
+    counter_add(&sh->count, 1);
+    if (r->expire != 0)
+        counter_add(&sh->expires, 1);
+    return 1;
+}
+
+/* Home slot (in a table of mask + 1 slots) and tag of a pending key. */
+static void bulk_slot(const struct keyspace *ks, const struct shard *sh, uint64_t item,
+                      uint64_t mask, uint64_t *home, uint8_t *tag)
+{
+    if (mask < (1u << BULK_HOME_BITS)) {
+        *home = (item >> 7) & mask;
+        *tag = (uint8_t)(0x80 | (item & 0x7f));
+    } else {
+        uint64_t h = entry_hash(ks, ref_ptr(sh, (uint32_t)(item >> 32)));
+        *home = h & mask;
+        *tag = tag_of(h);
+    }
+}
+
+static int same_key(const struct shard *sh, uint32_t a, uint32_t b)
+{
+    const uint8_t *x = ref_ptr(sh, a), *y = ref_ptr(sh, b);
+    size_t kx = e_klen(x), ky = e_klen(y);
+    return kx == ky && memcmp(e_key(x, kx), e_key(y, ky), kx) == 0;
+}
+
+struct bulk_scratch {
+    uint32_t *count;
+    uint64_t ncount;
+    uint64_t *sorted;
+    uint64_t nsorted;
+};
+
+static void bulk_build(const struct keyspace *ks, struct shard *sh, struct bulk_scratch *b)
+{
+    uint64_t n = sh->nbulk;
+    uint64_t size = sh->mask + 1;
+    while (n * 8 > size * 7)
+        size *= 2;
+    if (size != sh->mask + 1) {
+        table_free(sh, sh->tags, sh->mask + 1);
+        table_alloc(sh, size);
+    }
+    uint64_t mask = sh->mask;
+    if (b->ncount < size + 1) {
+        if (b->count != NULL)
+            munmap(b->count, b->ncount * sizeof(*b->count));
+        b->ncount = size + 1;
+        b->count = xmmap(b->ncount * sizeof(*b->count));
+    }
+    if (b->nsorted < n) {
+        if (b->sorted != NULL)
+            munmap(b->sorted, b->nsorted * sizeof(*b->sorted));
+        b->nsorted = n;
+        b->sorted = xmmap(n * sizeof(*b->sorted));
+    }
+    uint32_t *count = b->count;
+    uint64_t *sorted = b->sorted;
+    uint64_t home;
+    uint8_t tag;
+    /* Counting sort by home slot. Stable: equal keys stay in the order they were added. */
+    memset(count, 0, (size + 1) * sizeof(*count));
+    for (uint64_t j = 0; j < n; j++) {
+        bulk_slot(ks, sh, sh->bulk[j], mask, &home, &tag);
+        count[home + 1]++;
+    }
+    for (uint64_t h = 0; h < size; h++)
+        count[h + 1] += count[h];
+    for (uint64_t j = 0; j < n; j++) {
+        bulk_slot(ks, sh, sh->bulk[j], mask, &home, &tag);
+        sorted[count[home]++] = sh->bulk[j];
+    }
+    /* The sweep: slots [last home placed, next) are occupied, all slots from next on are free
+     * (but for keys that wrapped past the end, placed at the start at the very end). */
+    uint64_t next = 0;
+    for (uint64_t j = 0; j < n; j++) {
+        uint64_t item = sorted[j];
+        uint32_t ref = (uint32_t)(item >> 32);
+        bulk_slot(ks, sh, item, mask, &home, &tag);
+        int wraps = (home > next ? home : next) > mask;
+        /* The probe run of this key: [home, next) in the sweep, up to an empty slot after a
+         * wrap. An equal key in it is an earlier record of the same key. */
+        uint64_t i = home;
+        int replaced = 0;
+        while (wraps ? sh->tags[i] != 0 : i < next) {
+            if (sh->tags[i] == tag && same_key(sh, sh->refs[i], ref)) {
+                free_entry_at(sh, i);
+                sh->refs[i] = ref;
+                replaced = 1;
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+        if (replaced)
+            continue;
+        if (!wraps) {
+            i = home > next ? home : next;
+            next = i + 1;
+        } /* else i is the first free slot after the run, as a probe finds it */
+        sh->tags[i] = tag;
+        sh->refs[i] = ref;
+    }
+    munmap(sh->bulk, sh->cap_bulk * sizeof(*sh->bulk));
+    sh->bulk = NULL;
+    sh->nbulk = sh->cap_bulk = 0;
+}
+
+void ks_bulk_end(struct keyspace *ks)
+{
+    struct bulk_scratch b = {0};
+    for (unsigned s = 0; s < ks->nshards; s++)
+        if (ks->shards[s].nbulk > 0)
+            bulk_build(ks, &ks->shards[s], &b);
+    if (b.count != NULL)
+        munmap(b.count, b.ncount * sizeof(*b.count));
+    if (b.sorted != NULL)
+        munmap(b.sorted, b.nsorted * sizeof(*b.sorted));
+    ks->bulk = 0;
 }
 
 const char *ks_type_name(enum ks_type t)

@@ -280,9 +280,11 @@ static int get_u64(struct cursor *c, uint64_t *v)
 {
     if (c->end - c->off < 8)
         return -1;
-    uint64_t x = 0;
-    for (int i = 0; i < 8; i++)
-        x |= (uint64_t)c->p[c->off + (size_t)i] << (8 * i);
+    uint64_t x;
+    memcpy(&x, c->p + c->off, 8); /* one load instead of eight on the 10M-record load path */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    x = __builtin_bswap64(x);
+#endif
     c->off += 8;
     *v = x;
     return 0;
@@ -312,6 +314,105 @@ static int get_varint(struct cursor *c, uint64_t *v)
         goto fail;                                                                             \
     } while (0)
 
+/* One pass over the records, from c->off up to the end marker (left unread). Pass 0 checks the
+ * structure and counts into info; pass 1 hands every record to cb. Returns 0, or -1 with err
+ * set. */
+struct range_pass {
+    const char *path;
+    const unsigned char *map;
+    int pass;
+    snap_record_fn cb;
+    void *ud;
+    struct snap_info *info; /* pass 0 */
+    uint64_t n;             /* records seen */
+    int64_t *ts;            /* pass 1: the timestamps of the current window log */
+    size_t ts_cap;
+    char *err;
+    size_t errlen;
+};
+
+static int parse_range(struct range_pass *rp, struct cursor *c)
+{
+    const char *path = rp->path;
+    const unsigned char *map = rp->map;
+    char *err = rp->err;
+    size_t errlen = rp->errlen;
+    int pass = rp->pass;
+    for (;;) {
+        size_t at = c->off;
+        if (c->off >= c->end)
+            FAIL(at, "truncated: no end marker");
+        unsigned char type = map[c->off++];
+        if (type == END_MARKER) {
+            c->off--; /* left for the caller: the marker ends the records */
+            break;
+        }
+        if (type < KS_GCRA || type > KS_SWLOG)
+            FAIL(at, "unknown record type %u", type);
+        struct ks_record r = {0};
+        r.type = (enum ks_type)type;
+        uint64_t klen, v;
+        if (get_varint(c, &klen) != 0 || klen > c->end - c->off)
+            FAIL(at, "bad key length");
+        r.key = (const char *)map + c->off;
+        r.klen = (size_t)klen;
+        c->off += (size_t)klen;
+        if (get_u64(c, &v) != 0)
+            FAIL(at, "truncated record");
+        r.expire = (int64_t)v;
+        if (type == KS_GCRA || type == KS_INT) {
+            if (get_u64(c, &v) != 0)
+                FAIL(at, "truncated record");
+            r.i = (int64_t)v;
+        } else if (type == KS_RAW) {
+            if (get_varint(c, &v) != 0 || v > c->end - c->off)
+                FAIL(at, "bad string length");
+            r.p = (const char *)map + c->off;
+            r.len = (size_t)v;
+            c->off += (size_t)v;
+        } else {
+            uint64_t count;
+            if (get_varint(c, &count) != 0 || count == 0 || count > UINT32_MAX ||
+                count > c->end - c->off)
+                FAIL(at, "bad window log length");
+            if (pass == 1 && count > rp->ts_cap) {
+                free(rp->ts);
+                rp->ts_cap = (size_t)count;
+                rp->ts = malloc(rp->ts_cap * sizeof(*rp->ts));
+                if (rp->ts == NULL)
+                    abort();
+            }
+            int64_t t = 0;
+            for (uint64_t i = 0; i < count; i++) {
+                if (i == 0) {
+                    if (get_u64(c, &v) != 0)
+                        FAIL(at, "truncated window log");
+                    t = (int64_t)v;
+                } else {
+                    if (get_varint(c, &v) != 0 || v > (uint64_t)INT64_MAX - (uint64_t)t)
+                        FAIL(at, "bad window log timestamp");
+                    t += (int64_t)v;
+                }
+                if (pass == 1)
+                    rp->ts[i] = t;
+            }
+            r.ts = rp->ts;
+            r.nts = (uint32_t)count;
+            if (pass == 0)
+                rp->info->timestamps += count;
+        }
+        rp->n++;
+        if (pass == 0) {
+            rp->info->by_type[type]++;
+        } else if (rp->cb(rp->ud, &r) != 0) {
+            FAIL(at, "record rejected (key %.*s)", (int)(r.klen > 64 ? 64 : r.klen), r.key);
+        }
+    }
+    return 0;
+fail:
+    return -1;
+}
+
 int snap_read(const char *path, snap_record_fn cb, void *ud, struct snap_info *info, char *err,
               size_t errlen)
 {
@@ -319,10 +420,9 @@ int snap_read(const char *path, snap_record_fn cb, void *ud, struct snap_info *i
     if (info == NULL)
         info = &local;
     memset(info, 0, sizeof(*info));
-    int64_t *ts = NULL;
-    size_t ts_cap = 0;
     const unsigned char *map = NULL;
     size_t size = 0;
+    struct range_pass rp = {0};
 
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -345,8 +445,9 @@ int snap_read(const char *path, snap_record_fn cb, void *ud, struct snap_info *i
                  size);
         return -1;
     }
-    /* PROT_READ + MAP_PRIVATE: the file cannot be changed through this mapping. */
-    map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    /* PROT_READ + MAP_PRIVATE: the file cannot be changed through this mapping. MAP_POPULATE
+     * reads it in one go instead of one page fault per 4 KiB (it is read whole anyway). */
+    map = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) {
         snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
@@ -377,96 +478,38 @@ int snap_read(const char *path, snap_record_fn cb, void *ud, struct snap_info *i
         FAIL(size - 8, "checksum mismatch: the file is corrupt or truncated");
 
     /* First pass: structure and counts; second pass: hand the records over. */
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1 && cb == NULL)
+    rp.path = path;
+    rp.map = map;
+    rp.cb = cb;
+    rp.ud = ud;
+    rp.info = info;
+    rp.err = err;
+    rp.errlen = errlen;
+    for (rp.pass = 0; rp.pass < 2; rp.pass++) {
+        if (rp.pass == 1 && cb == NULL)
             break;
+        rp.n = 0;
         c.off = HEADER_SIZE;
         c.end = size - 8;
-        uint64_t n = 0;
-        for (;;) {
-            size_t at = c.off;
-            if (c.off >= c.end)
-                FAIL(at, "truncated: no end marker");
-            unsigned char type = map[c.off++];
-            if (type == END_MARKER)
-                break;
-            if (type < KS_GCRA || type > KS_SWLOG)
-                FAIL(at, "unknown record type %u", type);
-            struct ks_record r = {0};
-            r.type = (enum ks_type)type;
-            uint64_t klen, v;
-            if (get_varint(&c, &klen) != 0 || klen > c.end - c.off)
-                FAIL(at, "bad key length");
-            r.key = (const char *)map + c.off;
-            r.klen = (size_t)klen;
-            c.off += (size_t)klen;
-            if (get_u64(&c, &v) != 0)
-                FAIL(at, "truncated record");
-            r.expire = (int64_t)v;
-            if (type == KS_GCRA || type == KS_INT) {
-                if (get_u64(&c, &v) != 0)
-                    FAIL(at, "truncated record");
-                r.i = (int64_t)v;
-            } else if (type == KS_RAW) {
-                if (get_varint(&c, &v) != 0 || v > c.end - c.off)
-                    FAIL(at, "bad string length");
-                r.p = (const char *)map + c.off;
-                r.len = (size_t)v;
-                c.off += (size_t)v;
-            } else {
-                uint64_t count;
-                if (get_varint(&c, &count) != 0 || count == 0 || count > UINT32_MAX ||
-                    count > c.end - c.off)
-                    FAIL(at, "bad window log length");
-                if (pass == 1 && count > ts_cap) {
-                    free(ts);
-                    ts_cap = (size_t)count;
-                    ts = malloc(ts_cap * sizeof(*ts));
-                    if (ts == NULL)
-                        abort();
-                }
-                int64_t t = 0;
-                for (uint64_t i = 0; i < count; i++) {
-                    if (i == 0) {
-                        if (get_u64(&c, &v) != 0)
-                            FAIL(at, "truncated window log");
-                        t = (int64_t)v;
-                    } else {
-                        if (get_varint(&c, &v) != 0 || v > (uint64_t)INT64_MAX - (uint64_t)t)
-                            FAIL(at, "bad window log timestamp");
-                        t += (int64_t)v;
-                    }
-                    if (pass == 1)
-                        ts[i] = t;
-                }
-                r.ts = ts;
-                r.nts = (uint32_t)count;
-                if (pass == 0)
-                    info->timestamps += count;
-            }
-            n++;
-            if (pass == 0) {
-                info->by_type[type]++;
-            } else if (cb(ud, &r) != 0) {
-                FAIL(at, "record rejected (key %.*s)", (int)(r.klen > 64 ? 64 : r.klen), r.key);
-            }
-        }
+        if (parse_range(&rp, &c) != 0)
+            goto fail;
+        c.off++; /* the end marker */
         uint64_t count;
         if (get_u64(&c, &count) != 0)
             FAIL(c.off, "truncated trailer");
         if (c.off != size - 8)
             FAIL(c.off, "unexpected bytes after the trailer");
-        if (count != n)
+        if (count != rp.n)
             FAIL(c.off - 8, "record count %llu does not match the %llu records found",
-                 (unsigned long long)count, (unsigned long long)n);
-        info->records = n;
+                 (unsigned long long)count, (unsigned long long)rp.n);
+        info->records = rp.n;
     }
-    free(ts);
+    free(rp.ts);
     munmap((void *)map, size);
     return 0;
 
 fail:
-    free(ts);
+    free(rp.ts);
     munmap((void *)map, size);
     return -1;
 }

@@ -157,9 +157,26 @@ struct ks_record {
 };
 
 /* Calls cb for every entry of the shard that is live at now (caller holds the shard lock).
- * Returns the number of entries visited. */
+ * Returns the number of entries visited. Same as ks_dump_begin + one unbounded ks_dump_slice. */
 typedef void (*ks_dump_fn)(void *ud, const struct ks_record *r);
 uint64_t ks_dump_shard(struct keyspace *ks, unsigned shard, int64_t now, ks_dump_fn cb, void *ud);
+
+/* A dump of one shard in slices, the lock released between them (keyspace.c "Sliced dumps").
+ * ks_dump_begin starts it (shard lock held; at most one dump per shard at a time: the caller
+ * serializes saves). Each ks_dump_slice (shard lock held) examines about max_slots slots (it
+ * goes on to the next empty slot), calls cb for the live entries not dumped yet, adds their
+ * number to *dumped, and returns 1 once the shard is done, else 0. Every key that exists for the
+ * whole dump is handed out exactly once, whatever commands, expiry and resizes do between
+ * slices; keys created or deleted during the dump may or may not be. */
+void ks_dump_begin(struct keyspace *ks, unsigned shard);
+int ks_dump_slice(struct keyspace *ks, unsigned shard, int64_t now, uint64_t max_slots,
+                  ks_dump_fn cb, void *ud, uint64_t *dumped);
+/* Shard lock held: the addresses (at most cap) of the entries the next ks_dump_slice of
+ * max_slots will read, for the caller to prefetch after unlocking, so that the slice itself,
+ * under the lock, does not wait for memory. Only for __builtin_prefetch, which never faults: the
+ * shard may change once the lock is released, and an address may then point anywhere. */
+size_t ks_dump_peek(struct keyspace *ks, unsigned shard, uint64_t max_slots, const void **addrs,
+                    size_t cap);
 
 /* Sizes the tables for about n keys in all, so a load does not rehash as it goes. */
 void ks_reserve(struct keyspace *ks, uint64_t n);
@@ -168,6 +185,16 @@ void ks_reserve(struct keyspace *ks, uint64_t n);
  * key's shard lock. Returns 1 if stored, 0 if skipped as expired, -1 if the record is invalid
  * (unknown type, a window log with no or unsorted timestamps). */
 int ks_restore(struct keyspace *ks, const struct ks_record *r, int64_t now);
+
+/* Bulk loading into an empty keyspace (a snapshot at start), much faster than ks_restore for
+ * millions of keys (keyspace.c "Bulk loading"). ks_bulk_begin returns -1 if the keyspace holds
+ * keys. ks_bulk_add stores a record as ks_restore does (same return values, same checks; a later
+ * record of a key replaces an earlier one) but the key is not visible until ks_bulk_end, which
+ * must come before any other call on the keyspace. Single-threaded: the caller holds nothing and
+ * nothing else may run. */
+int ks_bulk_begin(struct keyspace *ks);
+int ks_bulk_add(struct keyspace *ks, const struct ks_record *r, int64_t now);
+void ks_bulk_end(struct keyspace *ks);
 
 /* Type names as TYPE and SCAN TYPE use them: "none", "string", "zset". */
 const char *ks_type_name(enum ks_type t);

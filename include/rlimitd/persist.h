@@ -1,10 +1,13 @@
 /* persist.h - when and how snapshots are taken (SPEC 6): SAVE, BGSAVE, every save-interval
  * seconds when something changed, and at shutdown; loading at start; INFO persistence fields.
  *
- * A save walks the shards one at a time: under a shard's lock its live entries are encoded into
- * memory (about a millisecond for 40,000 keys), the lock is released, and the bytes are written
- * out. So clients are never stopped for more than one shard's copy, and memory overhead is one
- * shard's encoding (DESIGN.md "Snapshots"). BGSAVE runs that walk on its own thread. */
+ * A save walks the shards one at a time, and each shard in slices of 128 slots: under the
+ * shard's lock a slice's live entries are encoded into memory (a few microseconds), the lock is
+ * released, and once the shard is done its bytes are written out (keyspace.c "Sliced dumps"
+ * says why every key is still written exactly once). So a client waits at most one slice, and
+ * memory overhead is one shard's encoding. BGSAVE runs that walk on its own thread, at
+ * SCHED_IDLE and paced (persist.c, struct pacer), so that it takes CPU and memory bandwidth the
+ * I/O threads leave. Loading into the empty keyspace of a start uses ks_bulk_add. */
 #ifndef RLIMITD_PERSIST_H
 #define RLIMITD_PERSIST_H
 

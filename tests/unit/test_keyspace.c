@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rlimitd/keyspace.h"
+#include "rlimitd/swlog.h"
 
 #define SEC 1000000000LL
 #define MS 1000000LL
@@ -666,4 +667,235 @@ Test(keyspace, random_ops_match_model)
     cr_assert_eq(ks_expires_count(ks), 0);
     /* Deleting everything shrinks every table back and compacts the slabs away. */
     cr_assert_eq(ks_used_memory(ks), base);
+}
+
+/* ---- sliced dumps (ks_dump_begin / ks_dump_slice): keys that exist for the whole dump are
+ * handed out exactly once whatever happens between slices: deletions (backward shifts),
+ * insertions, EXPIRE/PERSIST (entries move between size classes), doubling and halving ---- */
+
+enum { SLICE_KEYS = 4000 };
+
+struct slice_seen {
+    unsigned char count[2 * SLICE_KEYS];
+};
+
+static void slice_mark(void *ud, const struct ks_record *r)
+{
+    struct slice_seen *s = ud;
+    char tmp[32];
+    cr_assert_lt(r->klen, sizeof(tmp));
+    memcpy(tmp, r->key, r->klen);
+    tmp[r->klen] = '\0';
+    int i = atoi(tmp + 4);
+    cr_assert(i >= 0 && i < 2 * SLICE_KEYS);
+    s->count[i]++;
+}
+
+Test(keyspace, sliced_dump_hands_out_each_key_once)
+{
+    char buf[32];
+    static struct slice_seen seen;
+    static unsigned char deleted[2 * SLICE_KEYS];
+    for (int round = 0; round < 3; round++) {
+        memset(&seen, 0, sizeof(seen));
+        memset(deleted, 0, sizeof(deleted));
+        for (int i = 0; i < SLICE_KEYS; i++) {
+            struct ks_key k = keyn(buf, sizeof(buf), i);
+            cr_assert_eq(ks_set(ks, &k, T0, "1", 1, 0, 0), 1);
+        }
+        unsigned n = ks_nshards(ks);
+        for (unsigned s = 0; s < n; s++)
+            ks_dump_begin(ks, s);
+        uint64_t dumped = 0;
+        int done_all = 0, step = 0;
+        while (!done_all) {
+            done_all = 1;
+            for (unsigned s = 0; s < n; s++)
+                if (!ks_dump_slice(ks, s, T0, 3, slice_mark, &seen, &dumped))
+                    done_all = 0;
+            /* Between slices: churn. Round 0 deletes, round 1 grows the tables (new keys),
+             * round 2 deletes most keys so the tables halve and compact. */
+            for (int j = 0; j < 40; j++, step++) {
+                int i = (int)(rng() % SLICE_KEYS);
+                struct ks_key k = keyn(buf, sizeof(buf), i);
+                if (round == 0 || round == 2) {
+                    if (ks_del(ks, &k, T0))
+                        deleted[i] = 1;
+                } else {
+                    int fresh = SLICE_KEYS + step % SLICE_KEYS;
+                    struct ks_key nk = keyn(buf, sizeof(buf), fresh);
+                    ks_set(ks, &nk, T0, "2", 1, 0, 0);
+                    k = keyn(buf, sizeof(buf), i);
+                    /* A shape change moves the entry: EXPIRE adds the expiry field. */
+                    ks_expire(ks, &k, T0, T0 + 100 * SEC, 0);
+                }
+            }
+            if (round == 2) {
+                for (int i = 0; i < SLICE_KEYS; i += 2) {
+                    struct ks_key k = keyn(buf, sizeof(buf), i);
+                    if (ks_del(ks, &k, T0))
+                        deleted[i] = 1;
+                }
+            }
+        }
+        uint64_t sum = 0;
+        for (int i = 0; i < SLICE_KEYS; i++) {
+            cr_assert_leq(seen.count[i], 1, "round %d: key %d dumped %d times", round, i,
+                          seen.count[i]);
+            if (!deleted[i])
+                cr_assert_eq(seen.count[i], 1, "round %d: key %d missed", round, i);
+            sum += seen.count[i];
+        }
+        for (int i = SLICE_KEYS; i < 2 * SLICE_KEYS; i++)
+            cr_assert_eq(seen.count[i], 0, "round %d: key %d created during the dump", round, i);
+        cr_assert_eq(sum, dumped);
+        /* A second dump right after sees exactly the keys there are. */
+        memset(&seen, 0, sizeof(seen));
+        dumped = 0;
+        for (unsigned s = 0; s < n; s++)
+            dumped += ks_dump_shard(ks, s, T0, slice_mark, &seen);
+        cr_assert_eq(dumped, ks_key_count(ks));
+        for (unsigned s = 0; s < n; s++)
+            ks_flush_shard(ks, s);
+    }
+}
+
+/* A FLUSHALL in the middle of a sliced dump ends it. */
+Test(keyspace, sliced_dump_survives_flush)
+{
+    char buf[32];
+    static struct slice_seen seen;
+    memset(&seen, 0, sizeof(seen));
+    for (int i = 0; i < 1000; i++) {
+        struct ks_key k = keyn(buf, sizeof(buf), i);
+        ks_set(ks, &k, T0, "1", 1, 0, 0);
+    }
+    uint64_t dumped = 0;
+    ks_dump_begin(ks, 0);
+    ks_dump_slice(ks, 0, T0, 4, slice_mark, &seen, &dumped);
+    ks_flush_shard(ks, 0);
+    cr_assert_eq(ks_dump_slice(ks, 0, T0, 4, slice_mark, &seen, &dumped), 1);
+    ks_dump_begin(ks, 0); /* a new dump can start */
+    cr_assert_eq(ks_dump_slice(ks, 0, T0, 4, slice_mark, &seen, &dumped), 1);
+}
+
+/* ---- bulk loading: the keyspace ks_bulk_add + ks_bulk_end build answers like the one
+ * ks_restore builds, duplicates included (the later record wins) ---- */
+
+static void bulk_compare(struct keyspace *a, struct keyspace *b, int nkeys, int64_t now)
+{
+    char buf[32];
+    for (int i = 0; i < nkeys; i++) {
+        int n = snprintf(buf, sizeof(buf), "key:%d", i);
+        struct ks_key ka, kb;
+        ks_key_init(a, &ka, buf, (size_t)n);
+        ks_key_init(b, &kb, buf, (size_t)n);
+        struct ks_value va, vb;
+        enum ks_type ta = ks_get(a, &ka, now, &va), tb = ks_get(b, &kb, now, &vb);
+        cr_assert_eq(ta, tb, "key %d type", i);
+        if (ta == KS_NONE)
+            continue;
+        cr_assert_eq(va.i, vb.i, "key %d value", i);
+        cr_assert_eq(ks_ttl_ns(a, &ka, now), ks_ttl_ns(b, &kb, now), "key %d ttl", i);
+    }
+    cr_assert_eq(ks_key_count(a), ks_key_count(b));
+    cr_assert_eq(ks_expires_count(a), ks_expires_count(b));
+}
+
+Test(keyspace, bulk_load_matches_restore)
+{
+    /* Enough keys for several tables sizes, with wrap-around at the end of tables. */
+    enum { NK = 20000 };
+    struct keyspace *ref = ks_create(4, seed);
+    cr_assert_eq(ks_bulk_begin(ks), 0);
+    char buf[32];
+    int64_t ts[12];
+    int added = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < NK; i++) {
+            if (pass == 1 && i % 7 != 0)
+                continue; /* every 7th key again: a duplicate, which must replace */
+            int n = snprintf(buf, sizeof(buf), "key:%d", i);
+            struct ks_record r = {0};
+            r.key = buf;
+            r.klen = (size_t)n;
+            switch ((i + pass) % 4) {
+            case 0:
+                r.type = KS_GCRA;
+                r.i = T0 + (i + pass) * MS;
+                r.expire = r.i;
+                break;
+            case 1:
+                r.type = KS_INT;
+                r.i = i * 10 + pass;
+                r.expire = i % 3 ? 0 : T0 + SEC;
+                break;
+            case 2:
+                r.type = KS_RAW;
+                r.p = "a string value";
+                r.len = 14;
+                r.expire = i % 5 == 0 ? T0 - SEC : 0; /* expired: skipped */
+                break;
+            default:
+                r.type = KS_SWLOG;
+                r.nts = (uint32_t)(1 + i % 12);
+                for (uint32_t j = 0; j < r.nts; j++)
+                    ts[j] = T0 / MS - 1000 + (int64_t)j * 10;
+                r.ts = ts;
+                r.expire = T0 + 60 * SEC;
+                break;
+            }
+            int want = ks_restore(ref, &r, T0);
+            cr_assert_eq(ks_bulk_add(ks, &r, T0), want, "key %d pass %d", i, pass);
+            added += want > 0;
+        }
+    }
+    ks_bulk_end(ks);
+    bulk_compare(ks, ref, NK, T0);
+    cr_assert_eq(ks_bulk_begin(ks), -1, "not empty any more");
+    /* The tables work as tables: everything can be deleted again. */
+    for (int i = 0; i < NK; i++) {
+        struct ks_key k = keyn(buf, sizeof(buf), i);
+        struct ks_key kr;
+        ks_key_init(ref, &kr, k.p, k.len);
+        cr_assert_eq(ks_del(ks, &k, T0), ks_del(ref, &kr, T0), "key %d", i);
+    }
+    cr_assert_eq(ks_key_count(ks), 0);
+    ks_destroy(&ref);
+    (void)added;
+}
+
+/* ---- window logs kept as 32-bit offsets (struct cring) or, when they do not fit, as a plain
+ * struct swlog: the decisions are those of swlog.c on a plain log in every case ---- */
+
+Test(keyspace, window_log_representations_decide_alike)
+{
+    char buf[32];
+    /* max_count 10 (a cring), 100 (too many slots for one), and a clock that jumps 60 days
+     * forward and back (a span too wide for 32-bit offsets). */
+    const int64_t maxes[] = {10, 100, 10};
+    for (int c = 0; c < 3; c++) {
+        struct ks_key k = keyn(buf, sizeof(buf), 1000 + c);
+        size_t cap = 128;
+        struct swlog *ref = malloc(swlog_bytes((uint32_t)cap));
+        swlog_init(ref, (uint32_t)cap);
+        int64_t now = T0;
+        for (int step = 0; step < 400; step++) {
+            now += (int64_t)(rng() % 400) * MS;
+            if (c == 2 && step == 150)
+                now += 60LL * 86400 * SEC;
+            if (c == 2 && step == 151)
+                now -= 60LL * 86400 * SEC;
+            int64_t period = 5000;
+            int allowed;
+            cr_assert_eq(ks_swlog_apply(ks, &k, now, period, maxes[c], &allowed), KS_OK);
+            swlog_trim(ref, now / MS, period);
+            int want = swlog_record(ref, now / MS, maxes[c]);
+            cr_assert_eq(allowed, want, "case %d step %d", c, step);
+            struct ks_value v;
+            cr_assert_eq(ks_get(ks, &k, now, &v), KS_SWLOG);
+            cr_assert_eq(v.i, ref->len, "case %d step %d", c, step);
+        }
+        free(ref);
+    }
 }
