@@ -2,7 +2,7 @@
 # compare.sh - rlimitd against Redis on this machine, in one run (issue 5, bench/README.md).
 #
 #   bench/compare.sh [--quick] [--threads "1 2"] [--seconds S] [--rounds R] [--no-build]
-#                    [--skip-memory]
+#                    [--skip-memory] [--build-dir DIR] [--only snapshot|window]
 #
 # Builds rlimitd (release, -O2) into build-bench/, starts it and Debian's redis-server on free
 # loopback ports with persistence off, loads bench/gcra.lua and bench/window.lua into Redis, and
@@ -18,6 +18,11 @@
 #   4. bench_core, the no-network micro-benchmark of the limiter core;
 #   5. the issue 5 targets, met or missed.
 # --quick: 200k keys instead of 1M/10M, 1 s per benchmark, 1 round (under 2 minutes, for CI).
+# --only snapshot: only section 3 (load the 10M GCRA keys, or 200k with --quick, into rlimitd,
+#   p99 with and without background saves, time to load the snapshot); --only window: only
+#   rlimitd's side of the window-log memory rows (1 and 10 timestamps, and the 10M set unless
+#   --quick). Both measure exactly as the full run does; Redis is not started.
+# --build-dir DIR: build into and run from DIR instead of build-bench/.
 # A full run takes 25-40 minutes on 2 cores, most of it Redis running the window script 100M times.
 set -euo pipefail
 
@@ -29,9 +34,10 @@ SECONDS_PER_RUN=""
 ROUNDS=""
 BUILD_IT=1
 MEMORY=1
+ONLY=""
 
 usage() {
-    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 }
 
@@ -43,6 +49,8 @@ while [ $# -gt 0 ]; do
     --rounds) ROUNDS="$2"; shift ;;
     --no-build) BUILD_IT=0 ;;
     --skip-memory) MEMORY=0 ;;
+    --build-dir) BUILD=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift ;;
+    --only) ONLY="$2"; shift ;;
     -h | --help) usage ;;
     *) echo "compare.sh: unknown argument '$1'" >&2; usage ;;
     esac
@@ -337,6 +345,10 @@ memory_set() {
         snapshot_tests "$keys"
     fi
     stop_rlimitd
+    MEM_ROWS+=("$id")
+    if [ "$ONLY" = window ]; then
+        return 0
+    fi
 
     start_redis
     base=$(info_field "$RD_PORT" memory used_memory)
@@ -352,7 +364,6 @@ memory_set() {
     MEM["$id:rd_rate"]=$(echo "$out" | awk '{ print $10 }')
     MEM["$id:rd_keys"]=$(redis-cli -p "$RD_PORT" DBSIZE)
     stop_redis
-    MEM_ROWS+=("$id")
 }
 
 per_key() { # bytes keys
@@ -420,15 +431,14 @@ bgsave_running() {
     [ "$(info_field "$RL_PORT" persistence rdb_bgsave_in_progress)" = 1 ]
 }
 
-# Keeps a background snapshot running on rlimitd until killed.
+# Keeps a background snapshot running on rlimitd until killed: BGSAVE every 50 ms from one
+# redis-cli process over one connection (while a save runs the answer is "Background save already
+# in progress"; the next starts at most 50 ms after one ends). This used to be a shell loop that
+# started redis-cli, tr and awk 20 times a second to poll INFO first: on 2 CPUs that alone, with
+# no save at all, raised the P=1 p99 1.9-2.6x (docs/PERFORMANCE.md), so the ratio measured the
+# poller as much as the save.
 bgsave_loop() {
-    local i
-    for i in $(seq 1 100000); do
-        if ! bgsave_running; then
-            redis-cli -p "$RL_PORT" BGSAVE >/dev/null 2>&1 || true
-        fi
-        sleep 0.05
-    done
+    exec redis-cli -p "$RL_PORT" -r -1 -i 0.05 BGSAVE >/dev/null 2>&1
 }
 
 # rlimitd holds $1 GCRA keys: p99 of CL.THROTTLE (P=1) with and without a background save, then
@@ -528,6 +538,44 @@ print_targets() {
 }
 
 # ---- run -----------------------------------------------------------------------------------
+
+case "$ONLY" in
+"") ;;
+snapshot)
+    N=${LARGE:-$SMALL}
+    rm -rf "$WORK/rl-mem"
+    start_rlimitd 1 "$WORK/rl-mem"
+    echo "  snapshot only: loading $N GCRA keys" >&2
+    "$LOADER" -p "$RL_PORT" -m gcra -n "$N" >/dev/null
+    snapshot_tests "$N"
+    stop_rlimitd
+    print_snapshot
+    echo
+    echo "| target | measured | wanted | verdict |"
+    echo "|---|---:|---:|---|"
+    check "p99 during background save / p99 without" \
+        "$( [ -n "$SNAP_BASE" ] && ratio "$SNAP_DURING" "$SNAP_BASE" || echo n/a)" "<=" 2
+    check "seconds to load the snapshot at start" "${SNAP_LOAD:-n/a}" "<=" 2
+    grep -h 'loaded' "$WORK"/rl-mem/rlimitd.log | tail -1 || true
+    exit 0
+    ;;
+window)
+    memory_set window window "$SMALL" 1
+    memory_set window window "$SMALL" "$WINDOW_ATTEMPTS"
+    if [ -n "$LARGE" ]; then
+        memory_set window window "$LARGE" "$WINDOW_ATTEMPTS"
+    fi
+    echo "| state | keys | calls/key | rlimitd RSS B/key | rlimitd used_memory B/key | load calls/s |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    for id in "${MEM_ROWS[@]}"; do
+        IFS=: read -r name keys attempts <<<"$id"
+        printf '| %s | %s | %s | %s | %s | %s |\n' "$name" "$keys" "$attempts" \
+            "${MEM["$id:rl_rss"]}" "${MEM["$id:rl_used"]}" "${MEM["$id:rl_rate"]}"
+    done
+    exit 0
+    ;;
+*) echo "compare.sh: --only takes snapshot or window" >&2; exit 2 ;;
+esac
 
 T0=$(date +%s)
 echo "compare.sh: $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)," \
