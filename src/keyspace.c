@@ -761,29 +761,40 @@ static void maybe_shrink(const struct keyspace *ks, struct shard *sh)
 
 /* Adds an entry for a key known to be absent, with shape flags (F_HAS_EXP / F_EXP_IS_VAL), value
  * 0 and expiry field 0. Returns its slot (after growing the table if that was needed). */
+/* A new slab entry for a key of this type and shape: flags, key length and key written; the
+ * value (and the expiry, if the shape has one) are the caller's to fill. Returns its reference
+ * and sets *out to it. */
+static uint32_t entry_new(struct shard *sh, enum ks_type type, uint8_t flags, const char *key,
+                          size_t klen, uint8_t **out)
+{
+    uint32_t ref = slab_alloc(sh, &sh->sl, entry_size(flags, klen));
+    uint8_t *e = ref_ptr(sh, ref);
+    /* A key created while its shard is being dumped is not part of that snapshot: it is born
+     * with the current epoch, as if already dumped. */
+    e[E_FLAGS] = (uint8_t)(flags | (uint8_t)type | sh->epoch);
+    if (klen >= KLEN_LONG) {
+        uint32_t n = (uint32_t)klen;
+        e[E_KLEN] = KLEN_LONG;
+        memcpy(e + E_HDR, &n, 4);
+    } else {
+        e[E_KLEN] = (uint8_t)klen;
+    }
+    memcpy(e + key_off(flags, klen), key, klen);
+    *out = e;
+    return ref;
+}
+
 static uint64_t insert(const struct keyspace *ks, struct shard *sh, const struct ks_key *k,
                        enum ks_type type, uint8_t flags)
 {
     uint64_t count = atomic_load_explicit(&sh->count, memory_order_relaxed);
     if ((count + 1) * 8 > (sh->mask + 1) * 7)
         rehash(ks, sh, (sh->mask + 1) * 2, 0);
-    size_t size = entry_size(flags, k->len);
-    uint32_t ref = slab_alloc(sh, &sh->sl, size);
-    uint8_t *e = ref_ptr(sh, ref);
+    uint8_t *e;
+    uint32_t ref = entry_new(sh, type, flags, k->p, k->len, &e);
     e_set_val(e, 0);
-    /* A key created while its shard is being dumped is not part of that snapshot: it is born
-     * with the current epoch, as if already dumped. */
-    e[E_FLAGS] = (uint8_t)(flags | (uint8_t)type | sh->epoch);
-    if (k->len >= KLEN_LONG) {
-        uint32_t n = (uint32_t)k->len;
-        e[E_KLEN] = KLEN_LONG;
-        memcpy(e + E_HDR, &n, 4);
-    } else {
-        e[E_KLEN] = (uint8_t)k->len;
-    }
     if (flags & F_HAS_EXP)
         memset(e + exp_off(k->len), 0, 8);
-    memcpy(e + key_off(e[E_FLAGS], k->len), k->p, k->len);
     uint64_t mask = sh->mask;
     uint64_t i = k->hash & mask;
     while (sh->tags[i] != 0)
@@ -1517,19 +1528,10 @@ int ks_bulk_add(struct keyspace *ks, const struct ks_record *r, int64_t now)
     ks_key_init(ks, &k, r->key, r->klen);
     struct shard *sh = shard_of(ks, &k);
     uint8_t flags = restored_shape(r);
-    uint32_t ref = slab_alloc(sh, &sh->sl, entry_size(flags, r->klen));
-    uint8_t *e = ref_ptr(sh, ref);
-    e[E_FLAGS] = (uint8_t)(flags | (uint8_t)r->type | sh->epoch);
-    if (r->klen >= KLEN_LONG) {
-        uint32_t n = (uint32_t)r->klen;
-        e[E_KLEN] = KLEN_LONG;
-        memcpy(e + E_HDR, &n, 4);
-    } else {
-        e[E_KLEN] = (uint8_t)r->klen;
-    }
+    uint8_t *e;
+    uint32_t ref = entry_new(sh, r->type, flags, r->key, r->klen, &e);
     if (flags & F_HAS_EXP)
         memcpy(e + exp_off(r->klen), &r->expire, 8);
-    memcpy(e + key_off(flags, r->klen), r->key, r->klen);
     set_restored_value(sh, e, r);
     if (sh->nbulk == sh->cap_bulk) {
         /* mmap'd, not malloc'd: 8 bytes a key for the duration of the load only (80 MB at 10M

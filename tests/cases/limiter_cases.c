@@ -254,3 +254,11 @@ const struct lc_case lc_cases[] = {
 };
 
 const size_t lc_case_count = sizeof lc_cases / sizeof lc_cases[0];
+
+size_t *lc_case_indices(void)
+{
+    static size_t idx[sizeof lc_cases / sizeof lc_cases[0]];
+    for (size_t i = 0; i < lc_case_count; i++)
+        idx[i] = i;
+    return idx;
+}

@@ -39,6 +39,9 @@ enum lc_target { LC_DAEMON, LC_MODULE };
 extern const struct lc_case lc_cases[];
 extern const size_t lc_case_count;
 
+/* 0, 1, ..., lc_case_count - 1: the parameters of a Criterion ParameterizedTest over the cases. */
+size_t *lc_case_indices(void);
+
 /* Runs every step of case cs on c, failing the Criterion test at the first mismatch with the
  * case name, step number, command, expected and actual replies. */
 void lc_run(redisContext *c, const struct lc_case *cs, enum lc_target target);

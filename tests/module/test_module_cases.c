@@ -12,11 +12,7 @@ TestSuite(module_cases, .fini = rs_fini, .timeout = 120);
 
 ParameterizedTestParameters(module_cases, redis)
 {
-    static size_t idx[128];
-    cr_assert(lc_case_count <= sizeof idx / sizeof idx[0]);
-    for (size_t i = 0; i < lc_case_count; i++)
-        idx[i] = i;
-    return cr_make_param_array(size_t, idx, lc_case_count);
+    return cr_make_param_array(size_t, lc_case_indices(), lc_case_count);
 }
 
 ParameterizedTest(size_t *i, module_cases, redis)
