@@ -986,7 +986,7 @@ int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, i
     if (i < 0) {
         if (over_maxmemory(ks))
             return KS_OOM;
-        uint32_t cap = max_count + 1 < 4 ? (uint32_t)(max_count + 1) : 4;
+        uint32_t cap = swlog_initial_cap(max_count);
         /* Created with its expiry field: set_expire below then writes it in place. */
         i = (int64_t)insert(ks, sh, key, KS_SWLOG, F_HAS_EXP);
         swlog_init(&buf.log, cap);
@@ -1447,23 +1447,35 @@ static uint8_t restored_shape(const struct ks_record *r)
     return (r->type == KS_GCRA && r->expire == r->i) ? F_EXP_IS_VAL : F_HAS_EXP;
 }
 
-int ks_restore(struct keyspace *ks, const struct ks_record *r, int64_t now)
+/* What both load paths do first: -1 for an invalid record, 0 for one to skip (SPEC 6: expired
+ * state is skipped on load too), 1 to load it. */
+static int restore_admit(const struct ks_record *r, int64_t now)
 {
     if (record_invalid(r))
         return -1;
-    /* SPEC 6: expired state is skipped on load too. */
-    if (r->expire != 0 && r->expire <= now)
-        return 0;
+    return r->expire != 0 && r->expire <= now ? 0 : 1;
+}
+
+/* Fills a new entry, born with restored_shape(r), with the record's value and expiry. */
+static void fill_restored(struct shard *sh, uint8_t *e, const struct ks_record *r)
+{
+    if (e[E_FLAGS] & F_HAS_EXP)
+        memcpy(e + exp_off(r->klen), &r->expire, 8);
+    set_restored_value(sh, e, r);
+}
+
+int ks_restore(struct keyspace *ks, const struct ks_record *r, int64_t now)
+{
+    int admit = restore_admit(r, now);
+    if (admit <= 0)
+        return admit;
     struct ks_key k;
     ks_key_init(ks, &k, r->key, r->klen);
     struct shard *sh = shard_of(ks, &k);
     int64_t si = find(ks, sh, &k, now);
     if (si < 0) {
         uint64_t i = insert(ks, sh, &k, r->type, restored_shape(r));
-        uint8_t *e = slot_entry(sh, i);
-        set_restored_value(sh, e, r);
-        if (e[E_FLAGS] & F_HAS_EXP)
-            memcpy(e + exp_off(r->klen), &r->expire, 8);
+        fill_restored(sh, slot_entry(sh, i), r);
         if (r->expire != 0)
             counter_add(&sh->expires, 1);
         return 1;
@@ -1520,19 +1532,15 @@ int ks_bulk_add(struct keyspace *ks, const struct ks_record *r, int64_t now)
         fprintf(stderr, "rlimitd: ks_bulk_add without ks_bulk_begin\n");
         abort();
     }
-    if (record_invalid(r))
-        return -1;
-    if (r->expire != 0 && r->expire <= now)
-        return 0;
+    int admit = restore_admit(r, now);
+    if (admit <= 0)
+        return admit;
     struct ks_key k;
     ks_key_init(ks, &k, r->key, r->klen);
     struct shard *sh = shard_of(ks, &k);
-    uint8_t flags = restored_shape(r);
     uint8_t *e;
-    uint32_t ref = entry_new(sh, r->type, flags, r->key, r->klen, &e);
-    if (flags & F_HAS_EXP)
-        memcpy(e + exp_off(r->klen), &r->expire, 8);
-    set_restored_value(sh, e, r);
+    uint32_t ref = entry_new(sh, r->type, restored_shape(r), r->key, r->klen, &e);
+    fill_restored(sh, e, r);
     if (sh->nbulk == sh->cap_bulk) {
         /* mmap'd, not malloc'd: 8 bytes a key for the duration of the load only (80 MB at 10M
          * keys), which munmap gives back, where the malloc heap might keep it. */

@@ -139,3 +139,11 @@ uint32_t swlog_fit_cap(uint32_t cap, uint32_t needed, int64_t max_count)
     }
     return cap;
 }
+
+uint32_t swlog_initial_cap(int64_t max_count)
+{
+    /* Most limits see a few attempts per key; growing from 4 costs few copies (swlog_fit_cap
+     * doubles) and wastes little on keys that never get more. */
+    assert(max_count >= 0);
+    return max_count + 1 < 4 ? (uint32_t)(max_count + 1) : 4;
+}

@@ -36,6 +36,10 @@ uint32_t swlog_needed(const struct swlog *log, int64_t max_count);
 /* Copies the newest min(src->len, dst->cap) attempts of src into the empty log dst. */
 void swlog_copy(struct swlog *dst, const struct swlog *src);
 
+/* The ring size of a new log: room for 4 attempts, or max_count + 1 if that is fewer. Shared by
+ * every owner of a log, as swlog_fit_cap is. */
+uint32_t swlog_initial_cap(int64_t max_count);
+
 /* The ring size to hold `needed` slots under max_count, given the current cap: grows
  * geometrically but never past max_count + 1, shrinks when mostly empty (so a burst does not pin
  * memory forever). Returns cap itself when no move is worth it. Shared by every owner of a log

@@ -134,7 +134,7 @@ int rl_wlog_push(RedisModuleKey *key, int64_t cutoff_ms, int64_t keep, int64_t t
 {
     struct swlog *log = rl_wlog_get(key);
     if (log == NULL) {
-        log = wlog_alloc(swlog_fit_cap(0, 4, keep));
+        log = wlog_alloc(swlog_initial_cap(keep));
         RedisModule_ModuleTypeSetValue(key, rl_wlog_type, log);
     }
     /* swlog_trim drops timestamps <= now - period; a period of 0 makes the cutoff itself. */

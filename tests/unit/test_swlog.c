@@ -330,3 +330,13 @@ Test(swlog, clock_going_backwards_stays_sorted)
     expect_sorted(log);
     free(log);
 }
+
+Test(swlog, initial_cap_is_four_or_max_count_plus_one)
+{
+    cr_assert_eq(swlog_initial_cap(0), 1);
+    cr_assert_eq(swlog_initial_cap(1), 2);
+    cr_assert_eq(swlog_initial_cap(2), 3);
+    cr_assert_eq(swlog_initial_cap(3), 4);
+    cr_assert_eq(swlog_initial_cap(10), 4);
+    cr_assert_eq(swlog_initial_cap(1000000), 4);
+}
