@@ -185,6 +185,12 @@ void it_spawn(struct it_daemon *d, int port, const char *const *extra)
     argv[n] = NULL;
     d->port = port;
 
+    d->pid = it_spawn_server(argv, d->log, d->dir, NULL);
+}
+
+pid_t it_spawn_server(const char *const *argv, const char *log, const char *dir,
+                      const char *const *env)
+{
     pid_t parent = getpid();
     fflush(NULL);
     pid_t pid = fork();
@@ -194,17 +200,19 @@ void it_spawn(struct it_daemon *d, int port, const char *const *extra)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(126);
-        int logfd = open(d->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        for (int i = 0; env != NULL && env[i] != NULL; i += 2)
+            setenv(env[i], env[i + 1], 1);
+        int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (logfd < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0 ||
-            chdir(d->dir) != 0)
+            chdir(dir) != 0)
             _exit(126);
         signal(SIGPIPE, SIG_DFL);
-        execv(argv[0], (char *const *)argv);
+        execvp(argv[0], (char *const *)argv);
         dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    d->pid = pid;
+    return pid;
 }
 
 int it_wait_exit(struct it_daemon *d, int ms)

@@ -43,6 +43,12 @@ struct it_daemon *it_start(const char *const *extra);
 struct it_daemon *it_prepare(void);
 void it_spawn(struct it_daemon *d, int port, const char *const *extra);
 int it_wait_exit(struct it_daemon *d, int ms);
+/* Forks and execs argv[0] (looked up in PATH when it has no slash) in dir, stdin from
+ * /dev/null, stdout and stderr appended to log, dying with the test worker; env, if not NULL,
+ * is NAME, value, ..., NULL, set in the child only. Returns the pid. it_spawn uses it for
+ * rlimitd, tests/module for redis-server. */
+pid_t it_spawn_server(const char *const *argv, const char *log, const char *dir,
+                      const char *const *env);
 int it_wait_ready(struct it_daemon *d, int ms);
 
 /* SHUTDOWN NOSAVE (after AUTH if needed; falls back to SIGTERM if no connection is accepted),

@@ -2,12 +2,10 @@
 #include "redis_harness.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,31 +64,14 @@ static void spawn(struct rs_server *s, const char *module_args, const char *cons
     }
     argv[n] = NULL;
 
-    pid_t parent = getpid();
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert(pid >= 0, "fork: %s", strerror(errno));
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(126);
-        /* A sanitized module needs its runtimes loaded first in the uninstrumented server.
-         * Leak checking stays off: the server's own allocations at exit are not ours, and the
-         * module allocates through the server's allocator anyway. */
-        const char *preload = getenv("RLIMIT_REDIS_PRELOAD");
-        if (preload != NULL && *preload != '\0') {
-            setenv("LD_PRELOAD", preload, 1);
-            setenv("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1", 1);
-        }
-        int logfd = open(s->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (logfd < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
-            _exit(126);
-        execvp(argv[0], (char *const *)argv);
-        dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    s->pid = pid;
+    /* A sanitized module needs its runtimes loaded first in the uninstrumented server. Leak
+     * checking stays off: the server's own allocations at exit are not ours, and the module
+     * allocates through the server's allocator anyway. */
+    const char *preload = getenv("RLIMIT_REDIS_PRELOAD");
+    const char *const sanitized[] = {"LD_PRELOAD", preload, "ASAN_OPTIONS",
+                                     "detect_leaks=0:abort_on_error=1", NULL};
+    s->pid = it_spawn_server(argv, s->log, s->dir,
+                             preload != NULL && *preload != '\0' ? sanitized : NULL);
 }
 
 /* 1 once PING answers, 0 if the server exited first or 10 s passed. */
