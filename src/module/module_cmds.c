@@ -24,8 +24,10 @@ int rl_reply_err(RedisModuleCtx *ctx, const char *text)
 
 int rl_reply_arity(RedisModuleCtx *ctx, const char *cmd)
 {
-    /* Redis's own WrongArity echoes the name as typed; the daemon (like Redis 7 for built-in
-     * commands) names it in lower case, and the two must answer alike. */
+    /* Redis checks the registered arity (module.c) before a client's call reaches a handler, but
+     * not when it replays an AOF: there a damaged file could hand a handler too few arguments,
+     * so every handler checks again. Redis's own WrongArity echoes the name as typed; the daemon
+     * (like Redis 7 for built-in commands) names it in lower case, and the two answer alike. */
     char buf[128];
     snprintf(buf, sizeof buf, "wrong number of arguments for '%s' command", cmd);
     return rl_reply_err(ctx, buf);
