@@ -133,6 +133,7 @@ static int64_t output_limit(const struct client *c)
 static void on_write(uv_write_t *req, int status)
 {
     struct client *c = req->data;
+    thread_mark_work(c->thread);
     c->writing = 0;
     c->inflight.len = 0;
     if (status < 0) {
@@ -259,6 +260,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     (void)buf;
     struct client *c = s->data;
+    thread_mark_work(c->thread);
     if (nread == UV_ENOBUFS) {
         char what[96];
         snprintf(what, sizeof(what), "query buffer limit exceeded (client-query-buffer-limit %lld)",

@@ -299,6 +299,8 @@ static void sec_stats(struct info *in)
     add(in->b, "expired_keys:%" PRIu64, SUM(env, expired_keys));
     add(in->b, "evicted_keys:0");
     add(in->b, "total_error_replies:%" PRIu64, errors);
+    add(in->b, "busy_poll_spins:%" PRIu64, SUM(env, busy_poll_spins));
+    add(in->b, "busy_poll_backoffs:%" PRIu64, SUM(env, busy_poll_backoffs));
 }
 
 static void sec_replication(struct info *in)

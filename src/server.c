@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rlimitd/clock.h"
@@ -444,12 +445,76 @@ static void on_signal(uv_signal_t *h, int signum)
 
 /* ---- threads ---- */
 
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void on_before_poll(uv_prepare_t *h)
+{
+    struct io_thread *t = h->data;
+    busypoll_before_poll(&t->busypoll, uv_hrtime());
+}
+
+/* Nothing to do: while this handle is started, libuv polls with a zero timeout. */
+static void on_spin(uv_idle_t *h)
+{
+    (void)h;
+}
+
+static void on_after_poll(uv_check_t *h)
+{
+    struct io_thread *t = h->data;
+    uint64_t spin_us = (uint64_t)__atomic_load_n(&t->srv->conf->busy_poll_us, __ATOMIC_RELAXED);
+    if (t->busypoll.spin_ns != spin_us * 1000)
+        busypoll_set_spin(&t->busypoll, spin_us * 1000);
+    int was = t->busypoll.spinning;
+    uint64_t backoffs = t->busypoll.backoffs;
+    int spin = busypoll_after_poll(&t->busypoll, uv_hrtime(), thread_cpu_ns);
+    if (spin && !was) {
+        uv_idle_start(&t->spin, on_spin);
+        stats_add(&t->stats.busy_poll_spins, 1);
+    } else if (!spin && was) {
+        uv_idle_stop(&t->spin);
+    }
+    if (t->busypoll.backoffs != backoffs)
+        stats_add(&t->stats.busy_poll_backoffs, 1);
+}
+
+/* The busy-poll handles never keep a loop alive (clients, listeners and timers do), and are
+ * closed once the loop has ended. */
+static void busypoll_handles_init(struct io_thread *t)
+{
+    busypoll_init(&t->busypoll, (uint64_t)t->srv->conf->busy_poll_us * 1000, uv_hrtime(),
+                  thread_cpu_ns());
+    uv_prepare_init(&t->loop, &t->before_poll);
+    uv_check_init(&t->loop, &t->after_poll);
+    uv_idle_init(&t->loop, &t->spin);
+    t->before_poll.data = t->after_poll.data = t->spin.data = t;
+    uv_prepare_start(&t->before_poll, on_before_poll);
+    uv_check_start(&t->after_poll, on_after_poll);
+    uv_unref((uv_handle_t *)&t->before_poll);
+    uv_unref((uv_handle_t *)&t->after_poll);
+    uv_unref((uv_handle_t *)&t->spin);
+}
+
+static void busypoll_handles_close(struct io_thread *t)
+{
+    uv_close((uv_handle_t *)&t->before_poll, NULL);
+    uv_close((uv_handle_t *)&t->after_poll, NULL);
+    uv_close((uv_handle_t *)&t->spin, NULL);
+}
+
 static int thread_setup(struct server *srv, struct io_thread *t)
 {
     t->srv = srv;
     if (uv_loop_init(&t->loop) != 0)
         return -1;
     t->loop.data = t;
+    busypoll_handles_init(t);
     uv_async_init(&t->loop, &t->wakeup, on_wakeup);
     t->wakeup.data = t;
     uv_timer_init(&t->loop, &t->cron);
@@ -583,6 +648,7 @@ out:
     for (int i = 0; i < srv->nthreads; i++) {
         struct io_thread *t = &srv->threads[i];
         if (t->srv != NULL) {
+            busypoll_handles_close(t);
             uv_run(&t->loop, UV_RUN_NOWAIT);
             uv_loop_close(&t->loop);
         }

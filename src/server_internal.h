@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "rlimitd/busypoll.h"
 #include "rlimitd/cmd.h"
 #include "rlimitd/conf.h"
 #include "rlimitd/persist.h"
@@ -25,6 +26,12 @@ struct io_thread {
     uv_loop_t loop;
     uv_async_t wakeup; /* shutdown and CLIENT KILL requests from other threads */
     uv_timer_t cron;   /* active expiry, idle timeouts */
+    /* Busy polling (busypoll.h): the prepare and check handles bracket every poll; the idle
+     * handle, while started, makes the poll return at once instead of sleeping. */
+    uv_prepare_t before_poll;
+    uv_check_t after_poll;
+    uv_idle_t spin;
+    struct busypoll busypoll;
     uv_tcp_t listeners[CONF_MAX_BIND];
     int nlisteners;
     uv_pipe_t unix_listener;
@@ -91,6 +98,13 @@ struct server {
     int tcp_fds[16][CONF_MAX_BIND]; /* per thread, per address: SO_REUSEPORT sockets */
     int ntcp;                       /* addresses bound */
 };
+
+/* server.c: a client callback ran in this loop turn (busy-poll accounting). */
+static inline void thread_mark_work(struct io_thread *t)
+{
+    if (!busypoll_turn_has_work(&t->busypoll))
+        busypoll_work(&t->busypoll, uv_hrtime());
+}
 
 /* client.c */
 void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix);

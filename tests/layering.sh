@@ -39,6 +39,9 @@ for f in snap.c persist.c; do
     check "$f" 'uv\.h|hiredis|rlimitd/(resp|cmd|server)\.h|cmd_internal\.h|server_internal\.h' \
         "persistence must not depend on the network or the command layer"
 done
+# The busy-poll policy takes its times as arguments, so that it is tested on a simulated loop.
+check busypoll.c 'uv\.h|hiredis|time\.h|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats|keyspace|clock|hash|util|gcra|swlog|isallowed)\.h|server_internal\.h' \
+    "busypoll.c is pure bookkeeping: no libuv, no clock, nothing but busypoll.h"
 # The Redis module links only rlimit_limiter: Redis is its keyspace, network and persistence.
 for f in module/*.c; do
     check "$f" 'uv\.h|hiredis|xxhash|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats|keyspace|clock|hash)\.h|cmd_internal\.h|server_internal\.h|slowlog\.h' \

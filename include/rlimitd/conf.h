@@ -20,6 +20,7 @@ struct conf {
     char *unixsocket;          /* NULL or "" = none */
     int64_t unixsocketperm;    /* octal in the file, e.g. 700 */
     int64_t threads;           /* 0 = online CPUs capped at 16 (resolved by conf_resolve) */
+    int64_t busy_poll_us;      /* spin this long after work while busy; 0 = never (busypoll.h) */
     int64_t maxclients;
     int64_t timeout;           /* seconds idle before a client is closed; 0 = never */
     int64_t tcp_keepalive;     /* seconds; 0 = off */

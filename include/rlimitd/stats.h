@@ -27,6 +27,8 @@ struct stats {
     _Atomic uint64_t net_output_bytes;
     _Atomic uint64_t expired_keys;
     _Atomic uint64_t dirty;             /* successful write commands, for snapshots */
+    _Atomic uint64_t busy_poll_spins;   /* times the loop started polling without sleeping */
+    _Atomic uint64_t busy_poll_backoffs; /* ... and stopped because its CPU was contended */
     _Atomic uint64_t errors[ERRSTAT_COUNT];
     struct cmd_stats cmd[STATS_MAX_CMDS];
 };

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -66,6 +67,82 @@ Test(bench, isallowed_random_users_and_pipelining)
     IT_STATUS(it_cmd(c, "PING"), "PONG");
     long long n = it_int(it_cmd(c, "DBSIZE"));
     cr_assert(n > 100, "DBSIZE %lld", n);
+    redisFree(c);
+    it_stop(d);
+}
+
+/* A field of INFO stats as a number; asserts it is there. */
+static long long info_stat(redisContext *c, const char *field)
+{
+    redisReply *r = it_cmd(c, "INFO stats");
+    cr_assert(r->type == REDIS_REPLY_STRING, "INFO stats: want a bulk string");
+    char key[64];
+    snprintf(key, sizeof(key), "\r\n%s:", field);
+    const char *p = strstr(r->str, key);
+    cr_assert(p != NULL, "INFO stats lacks %s:\n%s", field, r->str);
+    long long v = strtoll(p + strlen(key), NULL, 10);
+    freeReplyObject(r);
+    return v;
+}
+
+/* The daemon's CPU time (user + system, all threads) in milliseconds, from /proc. */
+static long long cpu_ms(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    char *s = it_read_file(path);
+    cr_assert(s != NULL, "cannot read %s", path);
+    const char *p = strrchr(s, ')'); /* the command name may hold spaces */
+    cr_assert(p != NULL);
+    unsigned long long ut = 0, st = 0;
+    /* After ") ": state, then fields 4..13, then utime (14) and stime (15). */
+    int n = sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st);
+    cr_assert_eq(n, 2, "cannot parse %s", path);
+    free(s);
+    return (long long)((ut + st) * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
+}
+
+/* CONFIG GET of one directive: its value. */
+static void check_config(redisContext *c, const char *name, const char *want)
+{
+    redisReply *r = it_cmd(c, "CONFIG GET %s", name);
+    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 2, "CONFIG GET %s", name);
+    cr_assert_str_eq(r->element[1]->str, want, "CONFIG GET %s", name);
+    freeReplyObject(r);
+}
+
+/* busy-poll-us (busypoll.h): a thread kept busy by 50 clients polls without sleeping, an idle
+ * daemon sleeps (a spin left running would burn a whole CPU second per second here), and
+ * busy-poll-us 0 turns it off at run time. */
+Test(bench, busy_poll_spins_only_under_load)
+{
+    struct it_daemon *d = it_start(IT_ARGS("--threads", "1"));
+    redisContext *c = it_connect(d->port);
+    check_config(c, "busy-poll-us", "50");
+    /* Pipelined, so that the server rather than redis-benchmark is the busy side even when
+     * other tests share the machine's CPUs. */
+    char *out =
+        bench(d->port, "-c 50 -P 16 -r 100000 -n 400000 CL.THROTTLE k:__rand_int__ 15 30 60");
+    free(out);
+    long long spins = info_stat(c, "busy_poll_spins");
+    cr_assert_gt(spins, 0, "a thread answering 50 pipelining clients never polled busily");
+
+    /* Idle now: over one second the daemon may use a little CPU for its cron, not a spin's. */
+    long long before = cpu_ms(d->pid);
+    usleep(1000 * 1000);
+    long long used = cpu_ms(d->pid) - before;
+    cr_assert_lt(used, 300, "the idle daemon used %lld ms of CPU in 1 s", used);
+
+    /* Counted after CONFIG SET: the turn that answered an INFO may itself start a spin. */
+    IT_STATUS(it_cmd(c, "CONFIG SET busy-poll-us 0"), "OK");
+    spins = info_stat(c, "busy_poll_spins");
+    out = bench(d->port, "-c 50 -r 100000 -n 100000 CL.THROTTLE k:__rand_int__ 15 30 60");
+    free(out);
+    cr_assert_eq(info_stat(c, "busy_poll_spins"), spins, "busy-poll-us 0 still spun");
+
+    IT_ERR_LIKE(it_cmd(c, "CONFIG SET busy-poll-us 10001"), "ERR", "busy-poll-us");
+    IT_ERR_LIKE(it_cmd(c, "CONFIG SET busy-poll-us -1"), "ERR", "busy-poll-us");
+    check_config(c, "busy-poll-us", "0");
     redisFree(c);
     it_stop(d);
 }

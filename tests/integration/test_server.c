@@ -290,6 +290,7 @@ Test(server, config_get_and_set)
     static const char *const names[] = {"bind",
                                         "port",
                                         "threads",
+                                        "busy-poll-us",
                                         "maxclients",
                                         "timeout",
                                         "tcp-keepalive",

@@ -136,6 +136,7 @@ static const struct {
     {"unixsocket", ""},
     {"unixsocketperm", "0"},
     {"threads", "0"},
+    {"busy-poll-us", "50"},
     {"maxclients", "10000"},
     {"timeout", "0"},
     {"tcp-keepalive", "300"},
@@ -174,6 +175,7 @@ Test(conf, defaults_fill_every_field)
     cr_assert_str_eq(c.unixsocket, "");
     cr_assert_eq(c.unixsocketperm, 0);
     cr_assert_eq(c.threads, 0);
+    cr_assert_eq(c.busy_poll_us, 50);
     cr_assert_eq(c.maxclients, 10000);
     cr_assert_eq(c.timeout, 0);
     cr_assert_eq(c.tcp_keepalive, 300);

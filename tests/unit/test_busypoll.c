@@ -1,0 +1,175 @@
+/* test_busypoll.c - the spin-or-sleep policy of an I/O thread (busypoll.c), driven by a
+ * simulated loop: requests arrive at set gaps, each turn works a set time, and the thread's CPU
+ * clock runs at a set share of wall time while it is not sleeping (1.0 = a CPU of its own). */
+#include <criterion/criterion.h>
+
+#include <stdint.h>
+
+#include "rlimitd/busypoll.h"
+
+#define US 1000ull
+#define MS 1000000ull
+
+static uint64_t now;       /* simulated monotonic clock */
+static uint64_t cpu;       /* simulated thread CPU clock */
+static double share = 1.0; /* CPU time the thread gets per ns it wants to run */
+
+static uint64_t cpu_now(void)
+{
+    return cpu;
+}
+
+static void run(uint64_t ns)
+{
+    now += ns;
+    cpu += (uint64_t)((double)ns * share);
+}
+
+static struct busypoll bp;
+static uint64_t turns, spin_turns; /* turns that did work, and those entered spinning */
+
+static void setup(uint64_t spin_ns)
+{
+    now = 1 * MS;
+    cpu = 0;
+    share = 1.0;
+    turns = spin_turns = 0;
+    busypoll_init(&bp, spin_ns, now, cpu);
+}
+
+/* One request arriving `gap` after the last turn ended, answered in `work`. A sleeping loop
+ * sleeps through the gap; a spinning one turns every microsecond until the request is there,
+ * and sleeps from the moment its spin ends. */
+static void request(uint64_t gap, uint64_t work)
+{
+    uint64_t arrival = now + gap;
+    while (bp.spinning && now + 1 * US < arrival) {
+        busypoll_before_poll(&bp, now);
+        run(1 * US);
+        busypoll_after_poll(&bp, now, cpu_now);
+    }
+    int spun = bp.spinning;
+    busypoll_before_poll(&bp, now);
+    if (now < arrival) {
+        if (bp.spinning)
+            run(arrival - now);
+        else
+            now = arrival; /* asleep: no CPU */
+    }
+    busypoll_work(&bp, now);
+    cr_assert(busypoll_turn_has_work(&bp));
+    run(work);
+    busypoll_after_poll(&bp, now, cpu_now);
+    cr_assert_not(busypoll_turn_has_work(&bp), "the turn's work mark is reset");
+    turns++;
+    spin_turns += spun;
+}
+
+static void load(uint64_t duration, uint64_t gap, uint64_t work)
+{
+    uint64_t end = now + duration;
+    while (now < end)
+        request(gap, work);
+}
+
+Test(busypoll, light_load_never_spins)
+{
+    setup(50 * US);
+    load(1000 * MS, 1 * MS, 5 * US);
+    cr_assert_eq(spin_turns, 0);
+    cr_assert_eq(bp.spinning, 0);
+}
+
+Test(busypoll, moderate_load_under_half_busy_never_spins)
+{
+    setup(50 * US);
+    load(200 * MS, 14 * US, 5 * US); /* 26% busy */
+    cr_assert_eq(spin_turns, 0);
+}
+
+Test(busypoll, busy_thread_spins_after_one_window)
+{
+    setup(50 * US);
+    load(BUSYPOLL_WINDOW_NS + 1 * MS, 3 * US, 5 * US); /* 62% busy */
+    turns = spin_turns = 0;
+    load(50 * MS, 3 * US, 5 * US);
+    cr_assert_gt(spin_turns * 100, turns * 99, "spun in %llu of %llu turns",
+                 (unsigned long long)spin_turns, (unsigned long long)turns);
+    cr_assert_eq(bp.backoffs, 0);
+}
+
+Test(busypoll, spinning_ends_spin_ns_after_the_last_work)
+{
+    setup(50 * US);
+    load(30 * MS, 3 * US, 5 * US);
+    cr_assert(bp.spinning);
+    uint64_t last = now;
+    while (bp.spinning) {
+        busypoll_before_poll(&bp, now);
+        run(1 * US);
+        busypoll_after_poll(&bp, now, cpu_now);
+        cr_assert_leq(now - last, 50 * US + 1 * US);
+    }
+    cr_assert_geq(now - last, 49 * US, "spun only %llu ns", (unsigned long long)(now - last));
+}
+
+Test(busypoll, gaps_longer_than_the_spin_limit_sleep)
+{
+    setup(50 * US);
+    load(30 * MS, 3 * US, 5 * US);
+    cr_assert(bp.spinning);
+    /* A request after a 200 us pause: the spin gave up after 50 us and the loop slept. */
+    uint64_t cpu0 = cpu, t0 = now;
+    request(200 * US, 5 * US);
+    cr_assert_lt(cpu - cpu0, 60 * US, "CPU %llu ns over %llu ns", (unsigned long long)(cpu - cpu0),
+                 (unsigned long long)(now - t0));
+}
+
+Test(busypoll, zero_spin_limit_never_spins)
+{
+    setup(0);
+    load(100 * MS, 1 * US, 5 * US);
+    cr_assert_eq(spin_turns, 0);
+}
+
+Test(busypoll, set_spin_zero_stops_at_the_next_turn)
+{
+    setup(50 * US);
+    load(30 * MS, 3 * US, 5 * US);
+    cr_assert(bp.spinning);
+    busypoll_set_spin(&bp, 0);
+    request(3 * US, 5 * US);
+    cr_assert_eq(bp.spinning, 0);
+    busypoll_set_spin(&bp, 50 * US);
+    request(3 * US, 5 * US);
+    cr_assert_eq(bp.spinning, 1);
+}
+
+Test(busypoll, contention_stops_spinning_for_the_backoff)
+{
+    setup(50 * US);
+    load(30 * MS, 3 * US, 5 * US);
+    cr_assert(bp.spinning);
+    share = 0.5; /* another task now shares this CPU */
+    load(2 * BUSYPOLL_WINDOW_NS, 3 * US, 5 * US);
+    cr_assert_eq(bp.backoffs, 1);
+    turns = spin_turns = 0;
+    load(BUSYPOLL_BACKOFF_NS - 3 * BUSYPOLL_WINDOW_NS, 3 * US, 5 * US);
+    cr_assert_eq(spin_turns, 0, "spun %llu times during the backoff",
+                 (unsigned long long)spin_turns);
+    /* The CPU is free again: once the backoff ends, spinning resumes and stays. */
+    share = 1.0;
+    load(5 * BUSYPOLL_WINDOW_NS, 3 * US, 5 * US);
+    turns = spin_turns = 0;
+    load(20 * MS, 3 * US, 5 * US);
+    cr_assert_gt(spin_turns * 100, turns * 99);
+    cr_assert_eq(bp.backoffs, 1);
+}
+
+Test(busypoll, contention_while_sleeping_is_not_blamed_on_spinning)
+{
+    setup(50 * US);
+    share = 0.5;
+    load(200 * MS, 14 * US, 5 * US); /* not busy enough to spin at all */
+    cr_assert_eq(bp.backoffs, 0);
+}
