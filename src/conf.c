@@ -115,8 +115,8 @@ static const struct directive table[] = {
     OCT("unixsocketperm", 0, unixsocketperm, "0", 0, 0777, "unix socket mode; 0 = umask's"),
     INT("threads", 0, threads, "0", 0, CONF_MAX_THREADS, "I/O threads; 0 = online CPUs"),
     INT("busy-poll-us", F_LIVE, busy_poll_us, "50", 0, 10000,
-        "while an I/O thread is over half busy, poll this long after its last work before "
-        "sleeping; 0 = always sleep"),
+        "while an I/O thread is at least half busy, poll this long after its last work "
+        "before sleeping; 0 = always sleep"),
     INT("maxclients", F_LIVE, maxclients, "10000", 1, 1000000, "most clients connected at once"),
     SECS("timeout", F_LIVE, timeout, "0", 0, INT_MAX, "close clients idle this long; 0 = never"),
     /* Linux refuses a TCP_KEEPIDLE above 32767 s, so a larger value could never be applied. */

@@ -4,6 +4,7 @@
 #include "rlimitd/server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,7 +12,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "rlimitd/clock.h"
@@ -21,6 +21,8 @@
 #include "server_internal.h"
 
 #define CRON_MS 100
+
+static uint64_t thread_spin_ns(const struct io_thread *t);
 #define EXPIRE_BUCKETS_PER_SHARD 64
 #define BACKLOG 511
 
@@ -132,6 +134,7 @@ static void on_connection(uv_stream_t *listener, int status)
         log_warning("Accepting a connection failed: %s", uv_strerror(status));
         return;
     }
+    thread_mark_work(t);
     client_accept(t, listener, listener->type == UV_NAMED_PIPE);
 }
 
@@ -209,8 +212,12 @@ static void on_wakeup(uv_async_t *a)
     struct io_thread *t = a->data;
     struct server *srv = t->srv;
     unsigned gen = atomic_load(&srv->config_gen);
-    if (gen != t->config_gen)
+    if (gen != t->config_gen) {
         t->config_gen = gen; /* clients pick it up on their next read */
+        pthread_mutex_lock(&srv->env.conf_lock);
+        busypoll_set_spin(&t->busypoll, thread_spin_ns(t));
+        pthread_mutex_unlock(&srv->env.conf_lock);
+    }
     for (struct client *c = t->clients, *next; c != NULL; c = next) {
         next = c->tnext;
         if (atomic_load_explicit(&c->kill, memory_order_relaxed))
@@ -445,12 +452,26 @@ static void on_signal(uv_signal_t *h, int signum)
 
 /* ---- threads ---- */
 
-static uint64_t thread_cpu_ns(void)
+/* The thread's cumulative run-queue wait in ns: the second field of its schedstat. */
+static uint64_t thread_waited_ns(void *ud)
 {
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    struct io_thread *t = ud;
+    char buf[96];
+    ssize_t n = pread(t->schedstat_fd, buf, sizeof(buf) - 1, 0);
+    if (n <= 0)
         return 0;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    buf[n] = '\0';
+    unsigned long long run_ns = 0, wait_ns = 0;
+    if (sscanf(buf, "%llu %llu", &run_ns, &wait_ns) != 2)
+        return 0;
+    return wait_ns;
+}
+
+/* busy-poll-us as this thread applies it: 0 when it cannot see its run-queue wait, since it
+ * could then not tell when spinning takes a CPU from someone else. Caller holds conf_lock. */
+static uint64_t thread_spin_ns(const struct io_thread *t)
+{
+    return t->schedstat_fd >= 0 ? (uint64_t)t->srv->conf->busy_poll_us * 1000 : 0;
 }
 
 static void on_before_poll(uv_prepare_t *h)
@@ -468,12 +489,9 @@ static void on_spin(uv_idle_t *h)
 static void on_after_poll(uv_check_t *h)
 {
     struct io_thread *t = h->data;
-    uint64_t spin_us = (uint64_t)__atomic_load_n(&t->srv->conf->busy_poll_us, __ATOMIC_RELAXED);
-    if (t->busypoll.spin_ns != spin_us * 1000)
-        busypoll_set_spin(&t->busypoll, spin_us * 1000);
     int was = t->busypoll.spinning;
     uint64_t backoffs = t->busypoll.backoffs;
-    int spin = busypoll_after_poll(&t->busypoll, uv_hrtime(), thread_cpu_ns);
+    int spin = busypoll_after_poll(&t->busypoll, uv_hrtime(), thread_waited_ns, t);
     if (spin && !was) {
         uv_idle_start(&t->spin, on_spin);
         stats_add(&t->stats.busy_poll_spins, 1);
@@ -484,18 +502,31 @@ static void on_after_poll(uv_check_t *h)
         stats_add(&t->stats.busy_poll_backoffs, 1);
 }
 
+/* Runs on the I/O thread itself: /proc/thread-self names the thread that opens it. */
+static void busypoll_start(struct io_thread *t)
+{
+    struct server *srv = t->srv;
+    t->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (t->schedstat_fd < 0 && t->index == 0)
+        log_notice("Busy polling is off: /proc/thread-self/schedstat: %s", strerror(errno));
+    pthread_mutex_lock(&srv->env.conf_lock);
+    uint64_t spin_ns = thread_spin_ns(t);
+    pthread_mutex_unlock(&srv->env.conf_lock);
+    busypoll_init(&t->busypoll, spin_ns, uv_hrtime(),
+                  t->schedstat_fd >= 0 ? thread_waited_ns(t) : 0);
+    uv_prepare_start(&t->before_poll, on_before_poll);
+    uv_check_start(&t->after_poll, on_after_poll);
+}
+
 /* The busy-poll handles never keep a loop alive (clients, listeners and timers do), and are
- * closed once the loop has ended. */
+ * closed once the loop has ended. They start with the thread (busypoll_start). */
 static void busypoll_handles_init(struct io_thread *t)
 {
-    busypoll_init(&t->busypoll, (uint64_t)t->srv->conf->busy_poll_us * 1000, uv_hrtime(),
-                  thread_cpu_ns());
+    t->schedstat_fd = -1;
     uv_prepare_init(&t->loop, &t->before_poll);
     uv_check_init(&t->loop, &t->after_poll);
     uv_idle_init(&t->loop, &t->spin);
     t->before_poll.data = t->after_poll.data = t->spin.data = t;
-    uv_prepare_start(&t->before_poll, on_before_poll);
-    uv_check_start(&t->after_poll, on_after_poll);
     uv_unref((uv_handle_t *)&t->before_poll);
     uv_unref((uv_handle_t *)&t->after_poll);
     uv_unref((uv_handle_t *)&t->spin);
@@ -503,6 +534,9 @@ static void busypoll_handles_init(struct io_thread *t)
 
 static void busypoll_handles_close(struct io_thread *t)
 {
+    if (t->schedstat_fd >= 0)
+        close(t->schedstat_fd);
+    t->schedstat_fd = -1;
     uv_close((uv_handle_t *)&t->before_poll, NULL);
     uv_close((uv_handle_t *)&t->after_poll, NULL);
     uv_close((uv_handle_t *)&t->spin, NULL);
@@ -510,9 +544,9 @@ static void busypoll_handles_close(struct io_thread *t)
 
 static int thread_setup(struct server *srv, struct io_thread *t)
 {
-    t->srv = srv;
     if (uv_loop_init(&t->loop) != 0)
         return -1;
+    t->srv = srv; /* from here on server_run's exit path closes the loop */
     t->loop.data = t;
     busypoll_handles_init(t);
     uv_async_init(&t->loop, &t->wakeup, on_wakeup);
@@ -556,6 +590,7 @@ static int thread_setup(struct server *srv, struct io_thread *t)
 static void *thread_main(void *arg)
 {
     struct io_thread *t = arg;
+    busypoll_start(t);
     uv_run(&t->loop, UV_RUN_DEFAULT);
     return NULL;
 }

@@ -32,6 +32,7 @@ struct io_thread {
     uv_check_t after_poll;
     uv_idle_t spin;
     struct busypoll busypoll;
+    int schedstat_fd; /* /proc/thread-self/schedstat of this thread, or -1 */
     uv_tcp_t listeners[CONF_MAX_BIND];
     int nlisteners;
     uv_pipe_t unix_listener;

@@ -1,17 +1,18 @@
 /* busypoll.h - when an I/O thread should poll its sockets without sleeping (DESIGN.md "Busy
- * polling", PERFORMANCE.md section 5).
+ * polling", PERFORMANCE.md "Third pass").
  *
  * A loop that sleeps in epoll_wait as soon as it runs out of work has to be woken by the next
  * request, and the wake-up is paid by whoever sends it: in the client's send(), as an IPI to this
  * CPU. Under load those wake-ups cost more than the requests. So while a thread is busy (at least
  * half of the last window spent working) it keeps polling with a zero timeout for up to `spin_ns`
  * after its last work, and sleeps as before once that passes. Idle or lightly loaded threads
- * never spin, and a thread that finds its CPU contended while spinning (other tasks getting the
- * time it wanted) stops spinning for a while, so a spinner never starves the clients or another
+ * never spin, and a thread that had to wait for its CPU while it spun (other tasks were runnable
+ * on it) stops spinning for a while, so a spinner never keeps starving the clients or another
  * I/O thread on a small machine.
  *
- * Pure bookkeeping on timestamps the caller passes in (nanoseconds, monotonic), so the policy is
- * tested without a loop or a clock (tests/unit/test_busypoll.c). */
+ * Pure bookkeeping on numbers the caller passes in (nanoseconds: a monotonic clock and the
+ * thread's cumulative run-queue wait), so the policy is tested without a loop, a clock or a
+ * scheduler (tests/unit/test_busypoll.c). */
 #ifndef RLIMITD_BUSYPOLL_H
 #define RLIMITD_BUSYPOLL_H
 
@@ -21,6 +22,8 @@
 #define BUSYPOLL_WINDOW_NS 10000000ull
 /* After contention is seen, no spinning for this long. */
 #define BUSYPOLL_BACKOFF_NS 1000000000ull
+/* Contention: a window in which the thread spun and waited for its CPU over 1/5 of the time. */
+#define BUSYPOLL_CONTENDED_DIV 5
 
 struct busypoll {
     uint64_t spin_ns; /* 0 = never spin */
@@ -29,11 +32,11 @@ struct busypoll {
     uint64_t first_work; /* first client callback of the turn; 0 = none yet */
     int turn_spinning;   /* the turn's poll had a zero timeout */
     uint64_t last_work;  /* end of the last turn that did client work */
+    uint64_t last_check; /* end of the previous turn */
     /* the current window */
     uint64_t win_start;
-    uint64_t win_sleep; /* blocked in the poll */
-    uint64_t win_idle;  /* win_sleep plus spinning turns that found nothing */
-    uint64_t win_cpu;   /* the thread's CPU time at win_start */
+    uint64_t win_idle;   /* asleep in the poll, or spinning without finding work */
+    uint64_t win_waited; /* the thread's run-queue wait counter at win_start */
     int win_spun;
     /* decisions */
     int hot;                /* the last window was busy enough to spin */
@@ -42,10 +45,12 @@ struct busypoll {
     uint64_t backoffs;      /* times contention stopped spinning (INFO) */
 };
 
-/* Reads the calling thread's CPU time in ns; called once per window. */
-typedef uint64_t (*busypoll_cpu_fn)(void);
+/* The calling thread's cumulative time spent runnable but waiting for a CPU, in ns (Linux:
+ * /proc/thread-self/schedstat, second field). Called once per window. */
+typedef uint64_t (*busypoll_waited_fn)(void *ud);
 
-void busypoll_init(struct busypoll *bp, uint64_t spin_ns, uint64_t now, uint64_t cpu);
+/* waited: the thread's run-queue wait counter now. */
+void busypoll_init(struct busypoll *bp, uint64_t spin_ns, uint64_t now, uint64_t waited);
 
 /* A new spin limit (CONFIG SET busy-poll-us); 0 stops spinning at the next turn. */
 void busypoll_set_spin(struct busypoll *bp, uint64_t spin_ns);
@@ -53,8 +58,10 @@ void busypoll_set_spin(struct busypoll *bp, uint64_t spin_ns);
 /* Just before the loop polls. */
 void busypoll_before_poll(struct busypoll *bp, uint64_t now);
 
-/* A client callback (read or write completion) ran in this turn. Cheap to call often: only the
- * first call of a turn needs the time, so callers test busypoll_turn_has_work first. */
+/* A client callback (read, write completion, accept) ran. Cheap to call often: only the first
+ * call of a turn needs the time, so callers test busypoll_turn_has_work first. Work done outside
+ * the poll phase (a write completing in libuv's pending or closing phase) counts as work of the
+ * turn it happened in, not as part of the next poll's sleep. */
 static inline int busypoll_turn_has_work(const struct busypoll *bp)
 {
     return bp->first_work != 0;
@@ -62,6 +69,6 @@ static inline int busypoll_turn_has_work(const struct busypoll *bp)
 void busypoll_work(struct busypoll *bp, uint64_t now);
 
 /* After the poll's callbacks. Returns 1 if the next poll should not sleep. */
-int busypoll_after_poll(struct busypoll *bp, uint64_t now, busypoll_cpu_fn cpu_now);
+int busypoll_after_poll(struct busypoll *bp, uint64_t now, busypoll_waited_fn waited, void *ud);
 
 #endif

@@ -136,9 +136,16 @@ Test(bench, busy_poll_spins_only_under_load)
     /* Counted after CONFIG SET: the turn that answered an INFO may itself start a spin. */
     IT_STATUS(it_cmd(c, "CONFIG SET busy-poll-us 0"), "OK");
     spins = info_stat(c, "busy_poll_spins");
-    out = bench(d->port, "-c 50 -r 100000 -n 100000 CL.THROTTLE k:__rand_int__ 15 30 60");
+    out = bench(d->port, "-c 50 -P 16 -r 100000 -n 400000 CL.THROTTLE k:__rand_int__ 15 30 60");
     free(out);
     cr_assert_eq(info_stat(c, "busy_poll_spins"), spins, "busy-poll-us 0 still spun");
+
+    /* And back on: the same load spins again. */
+    IT_STATUS(it_cmd(c, "CONFIG SET busy-poll-us 50"), "OK");
+    out = bench(d->port, "-c 50 -P 16 -r 100000 -n 400000 CL.THROTTLE k:__rand_int__ 15 30 60");
+    free(out);
+    cr_assert_gt(info_stat(c, "busy_poll_spins"), spins, "busy-poll-us 50 again: no spin");
+    IT_STATUS(it_cmd(c, "CONFIG SET busy-poll-us 0"), "OK");
 
     IT_ERR_LIKE(it_cmd(c, "CONFIG SET busy-poll-us 10001"), "ERR", "busy-poll-us");
     IT_ERR_LIKE(it_cmd(c, "CONFIG SET busy-poll-us -1"), "ERR", "busy-poll-us");

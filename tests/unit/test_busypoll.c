@@ -1,6 +1,7 @@
 /* test_busypoll.c - the spin-or-sleep policy of an I/O thread (busypoll.c), driven by a
- * simulated loop: requests arrive at set gaps, each turn works a set time, and the thread's CPU
- * clock runs at a set share of wall time while it is not sleeping (1.0 = a CPU of its own). */
+ * simulated loop: requests arrive at set gaps, each turn works a set time, and while the thread
+ * is not asleep it gets a set share of a CPU, waiting in the run queue for the rest (1.0 = a CPU
+ * of its own). */
 #include <criterion/criterion.h>
 
 #include <stdint.h>
@@ -11,18 +12,19 @@
 #define MS 1000000ull
 
 static uint64_t now;       /* simulated monotonic clock */
-static uint64_t cpu;       /* simulated thread CPU clock */
+static uint64_t waited;    /* simulated run-queue wait of the thread */
 static double share = 1.0; /* CPU time the thread gets per ns it wants to run */
 
-static uint64_t cpu_now(void)
+static uint64_t waited_now(void *ud)
 {
-    return cpu;
+    (void)ud;
+    return waited;
 }
 
 static void run(uint64_t ns)
 {
     now += ns;
-    cpu += (uint64_t)((double)ns * share);
+    waited += (uint64_t)((double)ns * (1.0 - share));
 }
 
 static struct busypoll bp;
@@ -31,10 +33,10 @@ static uint64_t turns, spin_turns; /* turns that did work, and those entered spi
 static void setup(uint64_t spin_ns)
 {
     now = 1 * MS;
-    cpu = 0;
+    waited = 0;
     share = 1.0;
     turns = spin_turns = 0;
-    busypoll_init(&bp, spin_ns, now, cpu);
+    busypoll_init(&bp, spin_ns, now, waited);
 }
 
 /* One request arriving `gap` after the last turn ended, answered in `work`. A sleeping loop
@@ -46,7 +48,7 @@ static void request(uint64_t gap, uint64_t work)
     while (bp.spinning && now + 1 * US < arrival) {
         busypoll_before_poll(&bp, now);
         run(1 * US);
-        busypoll_after_poll(&bp, now, cpu_now);
+        busypoll_after_poll(&bp, now, waited_now, NULL);
     }
     int spun = bp.spinning;
     busypoll_before_poll(&bp, now);
@@ -59,7 +61,7 @@ static void request(uint64_t gap, uint64_t work)
     busypoll_work(&bp, now);
     cr_assert(busypoll_turn_has_work(&bp));
     run(work);
-    busypoll_after_poll(&bp, now, cpu_now);
+    busypoll_after_poll(&bp, now, waited_now, NULL);
     cr_assert_not(busypoll_turn_has_work(&bp), "the turn's work mark is reset");
     turns++;
     spin_turns += spun;
@@ -90,7 +92,9 @@ Test(busypoll, moderate_load_under_half_busy_never_spins)
 Test(busypoll, busy_thread_spins_after_one_window)
 {
     setup(50 * US);
-    load(BUSYPOLL_WINDOW_NS + 1 * MS, 3 * US, 5 * US); /* 62% busy */
+    load(BUSYPOLL_WINDOW_NS - 1 * MS, 3 * US, 5 * US); /* 62% busy */
+    cr_assert_eq(spin_turns, 0, "spun before a window had shown the thread busy");
+    load(2 * MS, 3 * US, 5 * US);
     turns = spin_turns = 0;
     load(50 * MS, 3 * US, 5 * US);
     cr_assert_gt(spin_turns * 100, turns * 99, "spun in %llu of %llu turns",
@@ -107,7 +111,7 @@ Test(busypoll, spinning_ends_spin_ns_after_the_last_work)
     while (bp.spinning) {
         busypoll_before_poll(&bp, now);
         run(1 * US);
-        busypoll_after_poll(&bp, now, cpu_now);
+        busypoll_after_poll(&bp, now, waited_now, NULL);
         cr_assert_leq(now - last, 50 * US + 1 * US);
     }
     cr_assert_geq(now - last, 49 * US, "spun only %llu ns", (unsigned long long)(now - last));
@@ -119,10 +123,18 @@ Test(busypoll, gaps_longer_than_the_spin_limit_sleep)
     load(30 * MS, 3 * US, 5 * US);
     cr_assert(bp.spinning);
     /* A request after a 200 us pause: the spin gave up after 50 us and the loop slept. */
-    uint64_t cpu0 = cpu, t0 = now;
-    request(200 * US, 5 * US);
-    cr_assert_lt(cpu - cpu0, 60 * US, "CPU %llu ns over %llu ns", (unsigned long long)(cpu - cpu0),
-                 (unsigned long long)(now - t0));
+    uint64_t t0 = now;
+    int spins = 0;
+    while (bp.spinning) {
+        busypoll_before_poll(&bp, now);
+        run(1 * US);
+        busypoll_after_poll(&bp, now, waited_now, NULL);
+        spins++;
+    }
+    cr_assert_leq(now - t0, 51 * US, "spun %d turns, %llu ns", spins,
+                  (unsigned long long)(now - t0));
+    request(200 * US - (now - t0), 5 * US);
+    cr_assert_eq(bp.spinning, 1, "the answered request starts a new spin");
 }
 
 Test(busypoll, zero_spin_limit_never_spins)
@@ -166,10 +178,70 @@ Test(busypoll, contention_stops_spinning_for_the_backoff)
     cr_assert_eq(bp.backoffs, 1);
 }
 
-Test(busypoll, contention_while_sleeping_is_not_blamed_on_spinning)
+Test(busypoll, contention_never_backs_off_a_thread_that_did_not_spin)
 {
     setup(50 * US);
     share = 0.5;
     load(200 * MS, 14 * US, 5 * US); /* not busy enough to spin at all */
+    cr_assert_eq(spin_turns, 0);
     cr_assert_eq(bp.backoffs, 0);
+}
+
+/* A write completing in libuv's pending or closing phase marks work before the next poll; that
+ * poll's sleep must still count as sleep, or an idle thread would look busy and spin. */
+Test(busypoll, work_marked_outside_the_poll_does_not_turn_a_sleep_into_work)
+{
+    setup(50 * US);
+    for (int i = 0; i < 100; i++) {
+        busypoll_work(&bp, now); /* a write completion in the closing phase */
+        run(1 * US);
+        busypoll_before_poll(&bp, now);
+        now += 1 * MS; /* asleep */
+        cr_assert_eq(busypoll_after_poll(&bp, now, waited_now, NULL), 0);
+    }
+    cr_assert_eq(bp.hot, 0);
+    cr_assert_eq(bp.backoffs, 0);
+}
+
+/* Loop overhead between turns (timers, libuv's own phases) counts as idle while spinning, so a
+ * thread at 40% busy does not keep itself spinning by the cost of the spin. */
+Test(busypoll, spin_overhead_is_not_counted_as_work)
+{
+    setup(50 * US);
+    load(30 * MS, 3 * US, 5 * US);
+    cr_assert(bp.spinning);
+    /* 40% busy from now on: 4 us of work every 10 us, with 1 us of loop overhead per spin turn
+     * spent outside prepare..check. */
+    uint64_t end = now + 5 * BUSYPOLL_WINDOW_NS;
+    while (now < end) {
+        uint64_t arrival = now + 6 * US;
+        while (bp.spinning && now < arrival) {
+            run(1 * US); /* overhead before prepare */
+            busypoll_before_poll(&bp, now);
+            busypoll_after_poll(&bp, now, waited_now, NULL);
+        }
+        if (now < arrival)
+            now = arrival;
+        busypoll_before_poll(&bp, now);
+        busypoll_work(&bp, now);
+        run(4 * US);
+        busypoll_after_poll(&bp, now, waited_now, NULL);
+    }
+    cr_assert_eq(bp.hot, 0, "a 40%% busy thread judged hot");
+    cr_assert_eq(bp.spinning, 0);
+}
+
+Test(busypoll, lowering_the_spin_limit_mid_spin_applies_at_once)
+{
+    setup(50 * US);
+    load(30 * MS, 3 * US, 5 * US);
+    cr_assert(bp.spinning);
+    busypoll_set_spin(&bp, 5 * US);
+    uint64_t t0 = now;
+    while (bp.spinning) {
+        busypoll_before_poll(&bp, now);
+        run(1 * US);
+        busypoll_after_poll(&bp, now, waited_now, NULL);
+    }
+    cr_assert_leq(now - t0, 6 * US);
 }
