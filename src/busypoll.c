@@ -4,7 +4,12 @@
 void busypoll_init(struct busypoll *bp, uint64_t spin_ns, uint64_t now, uint64_t waited)
 {
     *bp = (struct busypoll){
-        .spin_ns = spin_ns, .last_check = now, .win_start = now, .win_waited = waited};
+        .spin_ns = spin_ns,
+        .last_check = now,
+        .win_start = now,
+        .win_waited = waited,
+        .backoff_ns = BUSYPOLL_BACKOFF_MIN_NS,
+    };
 }
 
 void busypoll_set_spin(struct busypoll *bp, uint64_t spin_ns)
@@ -40,8 +45,12 @@ static void end_window(struct busypoll *bp, uint64_t now, busypoll_waited_fn wai
     /* Waiting for a CPU means another task was runnable where this thread ran: if that was the
      * case while it spun, the spin was taking time someone else needed. */
     if (bp->win_spun && waited_ns * BUSYPOLL_CONTENDED_DIV > wall) {
-        bp->backoff_until = now + BUSYPOLL_BACKOFF_NS;
+        bp->backoff_until = now + bp->backoff_ns;
+        bp->backoff_ns = bp->backoff_ns * 2 < BUSYPOLL_BACKOFF_MAX_NS ? bp->backoff_ns * 2
+                                                                      : BUSYPOLL_BACKOFF_MAX_NS;
         bp->backoffs++;
+    } else if (bp->win_spun) {
+        bp->backoff_ns = BUSYPOLL_BACKOFF_MIN_NS;
     }
     uint64_t idle = bp->win_idle < wall ? bp->win_idle : wall;
     bp->hot = (wall - idle) * 2 >= wall;

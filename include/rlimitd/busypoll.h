@@ -20,8 +20,12 @@
 
 /* Utilization is judged over windows this long. */
 #define BUSYPOLL_WINDOW_NS 10000000ull
-/* After contention is seen, no spinning for this long. */
-#define BUSYPOLL_BACKOFF_NS 1000000000ull
+/* After contention is seen, no spinning for a while: 20 ms the first time, doubling each time
+ * the next attempt finds the CPU contended again, up to 1 s; one uncontended window of spinning
+ * resets it. A passing burst of other work costs little spinning; a CPU that stays contended
+ * (two I/O threads and the clients on two CPUs) is tried for one window a second. */
+#define BUSYPOLL_BACKOFF_MIN_NS 20000000ull
+#define BUSYPOLL_BACKOFF_MAX_NS 1000000000ull
 /* Contention: a window in which the thread spun and waited for its CPU over 1/5 of the time. */
 #define BUSYPOLL_CONTENDED_DIV 5
 
@@ -41,6 +45,7 @@ struct busypoll {
     /* decisions */
     int hot;                /* the last window was busy enough to spin */
     uint64_t backoff_until; /* no spinning before this */
+    uint64_t backoff_ns;    /* the next backoff's length */
     int spinning;           /* the next poll has a zero timeout */
     uint64_t backoffs;      /* times contention stopped spinning (INFO) */
 };

@@ -157,25 +157,51 @@ Test(busypoll, set_spin_zero_stops_at_the_next_turn)
     cr_assert_eq(bp.spinning, 1);
 }
 
-Test(busypoll, contention_stops_spinning_for_the_backoff)
+/* Fraction of the turns in `duration` that started while spinning, in percent. */
+static uint64_t spin_percent(uint64_t duration)
+{
+    turns = spin_turns = 0;
+    load(duration, 3 * US, 5 * US);
+    return spin_turns * 100 / turns;
+}
+
+Test(busypoll, a_passing_contention_backs_off_briefly)
 {
     setup(50 * US);
     load(30 * MS, 3 * US, 5 * US);
     cr_assert(bp.spinning);
-    share = 0.5; /* another task now shares this CPU */
-    load(2 * BUSYPOLL_WINDOW_NS, 3 * US, 5 * US);
-    cr_assert_eq(bp.backoffs, 1);
-    turns = spin_turns = 0;
-    load(BUSYPOLL_BACKOFF_NS - 3 * BUSYPOLL_WINDOW_NS, 3 * US, 5 * US);
-    cr_assert_eq(spin_turns, 0, "spun %llu times during the backoff",
-                 (unsigned long long)spin_turns);
-    /* The CPU is free again: once the backoff ends, spinning resumes and stays. */
+    share = 0.5; /* another task shares this CPU for one window */
+    load(BUSYPOLL_WINDOW_NS, 3 * US, 5 * US);
     share = 1.0;
-    load(5 * BUSYPOLL_WINDOW_NS, 3 * US, 5 * US);
-    turns = spin_turns = 0;
-    load(20 * MS, 3 * US, 5 * US);
-    cr_assert_gt(spin_turns * 100, turns * 99);
+    load(BUSYPOLL_WINDOW_NS, 3 * US, 5 * US);
     cr_assert_eq(bp.backoffs, 1);
+    /* Back to spinning after the shortest backoff, and the next backoff is short again. */
+    load(BUSYPOLL_BACKOFF_MIN_NS + BUSYPOLL_WINDOW_NS, 3 * US, 5 * US);
+    uint64_t pct = spin_percent(30 * MS);
+    cr_assert_geq(pct, 99, "spun in %llu%% of the turns", (unsigned long long)pct);
+    cr_assert_eq(bp.backoffs, 1);
+    cr_assert_eq(bp.backoff_ns, BUSYPOLL_BACKOFF_MIN_NS);
+}
+
+Test(busypoll, lasting_contention_backs_off_up_to_a_second)
+{
+    setup(50 * US);
+    load(30 * MS, 3 * US, 5 * US);
+    cr_assert(bp.spinning);
+    share = 0.5; /* for good */
+    load(2000 * MS, 3 * US, 5 * US);
+    cr_assert_eq(bp.backoff_ns, BUSYPOLL_BACKOFF_MAX_NS);
+    /* From now on one window of spinning a second, at most. */
+    uint64_t pct = spin_percent(3000 * MS);
+    cr_assert_leq(pct, 2, "spun in %llu%% of the turns", (unsigned long long)pct);
+    cr_assert_gt(pct, 0, "never tried again");
+    /* The CPU is free again: within a backoff and a window, spinning resumes and stays. */
+    share = 1.0;
+    load(BUSYPOLL_BACKOFF_MAX_NS + 2 * BUSYPOLL_WINDOW_NS, 3 * US, 5 * US);
+    uint64_t before = bp.backoffs;
+    pct = spin_percent(50 * MS);
+    cr_assert_geq(pct, 99, "spun in %llu%% of the turns", (unsigned long long)pct);
+    cr_assert_eq(bp.backoffs, before);
 }
 
 Test(busypoll, contention_never_backs_off_a_thread_that_did_not_spin)
