@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -468,10 +469,32 @@ static uint64_t thread_waited_ns(void *ud)
 }
 
 /* busy-poll-us as this thread applies it: 0 when it cannot see its run-queue wait, since it
- * could then not tell when spinning takes a CPU from someone else. Caller holds conf_lock. */
+ * could then not tell when spinning takes a CPU from someone else, and 0 when the I/O threads
+ * are as many as the CPUs (srv->spin_ok). Caller holds conf_lock. */
 static uint64_t thread_spin_ns(const struct io_thread *t)
 {
-    return t->schedstat_fd >= 0 ? (uint64_t)t->srv->conf->busy_poll_us * 1000 : 0;
+    if (t->schedstat_fd < 0 || !t->srv->spin_ok)
+        return 0;
+    return (uint64_t)t->srv->conf->busy_poll_us * 1000;
+}
+
+/* Spinning threads need a CPU to spare for everything else (the clients on this machine, the
+ * kernel's network work, a background save): with as many I/O threads as CPUs, spinning only
+ * competes with them (measured: threads 2 on 2 CPUs lost 20-30% at pipeline 1, PERFORMANCE.md
+ * "Third pass"). Counts the CPUs this process may run on, as taskset and cgroups set them. */
+static int spin_allowed(int nthreads)
+{
+    cpu_set_t set;
+    int ncpu = 0;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        ncpu = CPU_COUNT(&set);
+    if (ncpu <= 0)
+        ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (nthreads < ncpu)
+        return 1;
+    log_notice("Busy polling is off: %d I/O thread%s on %d CPU%s leave none to spare", nthreads,
+               nthreads == 1 ? "" : "s", ncpu, ncpu == 1 ? "" : "s");
+    return 0;
 }
 
 static void on_before_poll(uv_prepare_t *h)
@@ -627,6 +650,7 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
         srv->env.hooks.info_persistence = hook_info_persistence;
         srv->env.hooks.lastsave = hook_lastsave;
     }
+    srv->spin_ok = spin_allowed(srv->nthreads);
     srv->threads = calloc((size_t)srv->nthreads, sizeof(struct io_thread));
     srv->env.stats = calloc((size_t)srv->nthreads, sizeof(struct stats *));
     if (srv->threads == NULL || srv->env.stats == NULL)

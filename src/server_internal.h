@@ -91,6 +91,7 @@ struct server {
     pthread_mutex_t registry_lock; /* guards the gprev/gnext list and session names */
     struct client *registry;
     _Atomic int stopping;
+    int spin_ok; /* busy polling allowed: fewer I/O threads than CPUs (server.c spin_allowed) */
     struct persist *persist;
     const char *config_file;        /* re-read on SIGHUP; NULL without -c */
     int final_save;                 /* 0 after SHUTDOWN NOSAVE */
