@@ -22,10 +22,10 @@
 #include "server_internal.h"
 
 #define CRON_MS 100
-
-static uint64_t thread_spin_ns(const struct io_thread *t);
 #define EXPIRE_BUCKETS_PER_SHARD 64
 #define BACKLOG 511
+
+static uint64_t thread_spin_ns(const struct io_thread *t);
 
 /* ---- listening sockets ---- */
 
@@ -537,6 +537,9 @@ static void busypoll_start(struct io_thread *t)
     pthread_mutex_unlock(&srv->env.conf_lock);
     busypoll_init(&t->busypoll, spin_ns, uv_hrtime(),
                   t->schedstat_fd >= 0 ? thread_waited_ns(t) : 0);
+    /* A thread that may never spin keeps the plain loop: no bookkeeping around each poll. */
+    if (t->schedstat_fd < 0 || !srv->spin_ok)
+        return;
     uv_prepare_start(&t->before_poll, on_before_poll);
     uv_check_start(&t->after_poll, on_after_poll);
 }
