@@ -27,7 +27,6 @@ void busypoll_before_poll(struct busypoll *bp, uint64_t now)
         bp->first_work = 0;
     }
     bp->turn_start = now;
-    bp->turn_spinning = bp->spinning;
 }
 
 void busypoll_work(struct busypoll *bp, uint64_t now)
@@ -63,7 +62,8 @@ static void end_window(struct busypoll *bp, uint64_t now, busypoll_waited_fn wai
 int busypoll_after_poll(struct busypoll *bp, uint64_t now, busypoll_waited_fn waited, void *ud)
 {
     if (bp->turn_start != 0 && now >= bp->turn_start) {
-        if (!bp->turn_spinning) {
+        /* spinning still holds the decision the poll ran under: only this function sets it. */
+        if (!bp->spinning) {
             /* A poll that could sleep slept until its first callback (or the whole turn). */
             uint64_t woke = bp->first_work != 0 ? bp->first_work : now;
             bp->win_idle += woke > bp->turn_start ? woke - bp->turn_start : 0;

@@ -34,7 +34,6 @@ struct busypoll {
     /* the current loop turn */
     uint64_t turn_start; /* just before the poll */
     uint64_t first_work; /* first client callback of the turn; 0 = none yet */
-    int turn_spinning;   /* the turn's poll had a zero timeout */
     uint64_t last_work;  /* end of the last turn that did client work */
     uint64_t last_check; /* end of the previous turn */
     /* the current window */
