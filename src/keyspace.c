@@ -759,8 +759,6 @@ static void maybe_shrink(const struct keyspace *ks, struct shard *sh)
     }
 }
 
-/* Adds an entry for a key known to be absent, with shape flags (F_HAS_EXP / F_EXP_IS_VAL), value
- * 0 and expiry field 0. Returns its slot (after growing the table if that was needed). */
 /* A new slab entry for a key of this type and shape: flags, key length and key written; the
  * value (and the expiry, if the shape has one) are the caller's to fill. Returns its reference
  * and sets *out to it. */
@@ -784,6 +782,8 @@ static uint32_t entry_new(struct shard *sh, enum ks_type type, uint8_t flags, co
     return ref;
 }
 
+/* Adds an entry for a key known to be absent, with shape flags (F_HAS_EXP / F_EXP_IS_VAL), value
+ * 0 and expiry field 0. Returns its slot (after growing the table if that was needed). */
 static uint64_t insert(const struct keyspace *ks, struct shard *sh, const struct ks_key *k,
                        enum ks_type type, uint8_t flags)
 {
