@@ -567,6 +567,21 @@ long long it_int(redisReply *r)
     return v;
 }
 
+long long it_info_int(redisContext *c, const char *section, const char *field)
+{
+    redisReply *r = it_cmd(c, "INFO %s", section);
+    cr_assert(r->type == REDIS_REPLY_STRING, "INFO %s: want a bulk string", section);
+    /* Every field line follows a CRLF (the first one follows the "# Section" header), so the
+     * match cannot be the tail of a longer name (used_memory in total_used_memory). */
+    char key[128];
+    snprintf(key, sizeof(key), "\r\n%s:", field);
+    const char *p = strstr(r->str, key);
+    cr_assert(p != NULL, "INFO %s lacks %s:\n%s", section, field, r->str);
+    long long v = strtoll(p + strlen(key), NULL, 10);
+    freeReplyObject(r);
+    return v;
+}
+
 /* ---- raw sockets ---- */
 
 int it_raw_connect(int port)

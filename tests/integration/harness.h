@@ -103,6 +103,8 @@ void it_check_ints(redisReply *r, const long long *want, size_t n, const char *f
 
 /* Integer value of an integer reply (asserted), freeing it. */
 long long it_int(redisReply *r);
+/* The number after "field:" in INFO section's reply (asserted present). */
+long long it_info_int(redisContext *c, const char *section, const char *field);
 
 /* ---- raw sockets ---- */
 

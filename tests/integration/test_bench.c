@@ -72,20 +72,6 @@ Test(bench, isallowed_random_users_and_pipelining)
     it_stop(d);
 }
 
-/* A field of INFO stats as a number; asserts it is there. */
-static long long info_stat(redisContext *c, const char *field)
-{
-    redisReply *r = it_cmd(c, "INFO stats");
-    cr_assert(r->type == REDIS_REPLY_STRING, "INFO stats: want a bulk string");
-    char key[64];
-    snprintf(key, sizeof(key), "\r\n%s:", field);
-    const char *p = strstr(r->str, key);
-    cr_assert(p != NULL, "INFO stats lacks %s:\n%s", field, r->str);
-    long long v = strtoll(p + strlen(key), NULL, 10);
-    freeReplyObject(r);
-    return v;
-}
-
 /* The daemon's CPU time (user + system, all threads) in milliseconds, from /proc. */
 static long long cpu_ms(pid_t pid)
 {
@@ -126,7 +112,7 @@ Test(bench, busy_poll_spins_only_under_load)
     char *out =
         bench(d->port, "-c 50 -P 16 -r 100000 -n 400000 CL.THROTTLE k:__rand_int__ 15 30 60");
     free(out);
-    long long spins = info_stat(c, "busy_poll_spins");
+    long long spins = it_info_int(c, "stats", "busy_poll_spins");
     cpu_set_t cpus;
     cr_assert_eq(sched_getaffinity(0, sizeof(cpus), &cpus), 0);
     if (CPU_COUNT(&cpus) < 2) {
@@ -146,16 +132,17 @@ Test(bench, busy_poll_spins_only_under_load)
 
     /* Counted after CONFIG SET: the turn that answered an INFO may itself start a spin. */
     IT_STATUS(it_cmd(c, "CONFIG SET busy-poll-us 0"), "OK");
-    spins = info_stat(c, "busy_poll_spins");
+    spins = it_info_int(c, "stats", "busy_poll_spins");
     out = bench(d->port, "-c 50 -P 16 -r 100000 -n 400000 CL.THROTTLE k:__rand_int__ 15 30 60");
     free(out);
-    cr_assert_eq(info_stat(c, "busy_poll_spins"), spins, "busy-poll-us 0 still spun");
+    cr_assert_eq(it_info_int(c, "stats", "busy_poll_spins"), spins, "busy-poll-us 0 still spun");
 
     /* And back on: the same load spins again. */
     IT_STATUS(it_cmd(c, "CONFIG SET busy-poll-us 50"), "OK");
     out = bench(d->port, "-c 50 -P 16 -r 100000 -n 400000 CL.THROTTLE k:__rand_int__ 15 30 60");
     free(out);
-    cr_assert_gt(info_stat(c, "busy_poll_spins"), spins, "busy-poll-us 50 again: no spin");
+    cr_assert_gt(it_info_int(c, "stats", "busy_poll_spins"), spins,
+                 "busy-poll-us 50 again: no spin");
     IT_STATUS(it_cmd(c, "CONFIG SET busy-poll-us 0"), "OK");
 
     IT_ERR_LIKE(it_cmd(c, "CONFIG SET busy-poll-us 10001"), "ERR", "busy-poll-us");

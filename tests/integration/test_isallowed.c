@@ -45,13 +45,7 @@ Test(isallowed, max_count_above_window_max_count_rejected)
 
 static long long used_memory(redisContext *c)
 {
-    redisReply *r = it_cmd(c, "INFO memory");
-    cr_assert(r->type == REDIS_REPLY_STRING);
-    const char *p = strstr(r->str, "used_memory:");
-    cr_assert(p != NULL, "INFO memory lacks used_memory");
-    long long v = atoll(p + 12);
-    freeReplyObject(r);
-    return v;
+    return it_info_int(c, "memory", "used_memory");
 }
 
 /* Only the newest max_count + 1 attempts are kept (SPEC 3): 100,000 attempts against a limit of
