@@ -25,6 +25,9 @@
 #define SAVE_PAUSE_US 750    /* then sleeps this long, */
 #define SAVE_STARVED_NS (250 * CLOCK_NS_PER_MS) /* unless it got under 1/SAVE_STARVED_DIV of */
 #define SAVE_STARVED_DIV 20                      /* a CPU over this window: see pace() */
+#define SAVE_STARVED_RUN_US 50   /* then, at nice 19, it works at most this long at a time, */
+#define SAVE_STARVED_PAUSE_US 50 /* and sleeps this long in between, */
+#define SAVE_DEFAULT_BUDGET_S 60 /* unless behind its schedule: see struct pacer */
 
 struct persist {
     struct keyspace *ks;
@@ -205,13 +208,25 @@ static void encode_record(void *ud, const struct ks_record *r)
  * as SCHED_IDLE and sleeps SAVE_PAUSE_US after every SAVE_RUN_US of work. An idle-class thread
  * only runs on a CPU nobody else wants, so when clients keep every CPU busy it would starve and
  * the save might never end; a save whose thread got less than 1/SAVE_STARVED_DIV of a CPU over
- * SAVE_STARVED_NS goes back to SCHED_OTHER at nice 19 without pauses (the guaranteed share it
- * had before SCHED_IDLE) for the rest of that save. */
+ * SAVE_STARVED_NS goes back to SCHED_OTHER at nice 19 for the rest of that save: a share the
+ * scheduler guarantees, so the save ends. There it sleeps SAVE_STARVED_PAUSE_US after every
+ * SAVE_STARVED_RUN_US: a nice-19 thread that never sleeps is given the CPU for a scheduler slice
+ * at a time, milliseconds in which the I/O thread it displaced answers nobody; one that sleeps
+ * every 50 us displaces it for at most that long (docs/PERFORMANCE.md, fourth pass).
+ *
+ * The pauses make a save on busy CPUs about 3x slower, so they are a courtesy only a save on
+ * schedule can afford: one that should end within save-interval (SAVE_DEFAULT_BUDGET_S when
+ * periodic saves are off), and has dumped a smaller share of its keys than of that time, goes
+ * on without pauses. An operator who asks for a snapshot every second gets one as fast as the
+ * CPU share allows; with the default minute, a save takes the gentle path. */
 struct pacer {
     int background;
     int starved;
+    int behind;
     int64_t run_start;
     int64_t window_wall, window_cpu;
+    int64_t start, budget_ns;
+    uint64_t total; /* keys when the save began */
 };
 
 static int64_t thread_cpu_ns(void)
@@ -221,20 +236,38 @@ static int64_t thread_cpu_ns(void)
     return (int64_t)ts.tv_sec * CLOCK_NS_PER_SEC + ts.tv_nsec;
 }
 
-static void pacer_start(struct pacer *pc, int background)
+static void pacer_start(struct pacer *pc, int background, int64_t interval_s, uint64_t total)
 {
     memset(pc, 0, sizeof(*pc));
     pc->background = background;
-    pc->run_start = pc->window_wall = clock_mono_ns();
+    pc->run_start = pc->window_wall = pc->start = clock_mono_ns();
     pc->window_cpu = thread_cpu_ns();
+    pc->budget_ns = (interval_s > 0 ? interval_s : SAVE_DEFAULT_BUDGET_S) * CLOCK_NS_PER_SEC;
+    pc->total = total;
 }
 
-static void pace(struct pacer *pc)
+/* Whether the share of the budget used exceeds the share of the keys dumped. Once behind, a save
+ * stays so: pausing again on a brief catch-up would only make it fall behind again. */
+static int behind_schedule(struct pacer *pc, int64_t now, uint64_t done)
 {
-    if (!pc->background || pc->starved)
+    if (!pc->behind && pc->total > 0 &&
+        (double)(now - pc->start) / (double)pc->budget_ns > (double)done / (double)pc->total) {
+        pc->behind = 1;
+        log_verbose("Background save behind its %lld s schedule (%llu of %llu keys): going on "
+                    "without pauses",
+                    (long long)(pc->budget_ns / CLOCK_NS_PER_SEC), (unsigned long long)done,
+                    (unsigned long long)pc->total);
+    }
+    return pc->behind;
+}
+
+/* Called between slices with the number of keys dumped so far. */
+static void pace(struct pacer *pc, uint64_t done)
+{
+    if (!pc->background)
         return;
     int64_t now = clock_mono_ns();
-    if (now - pc->window_wall >= SAVE_STARVED_NS) {
+    if (!pc->starved && now - pc->window_wall >= SAVE_STARVED_NS) {
         int64_t cpu = thread_cpu_ns();
         if ((cpu - pc->window_cpu) * SAVE_STARVED_DIV < now - pc->window_wall) {
             struct sched_param sp = {0};
@@ -242,15 +275,16 @@ static void pace(struct pacer *pc)
             setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), BGSAVE_NICE);
             pc->starved = 1;
             log_verbose("Background save starved of CPU: going on at nice %d", BGSAVE_NICE);
-            return;
         }
         pc->window_wall = now;
         pc->window_cpu = cpu;
     }
-    if (now - pc->run_start >= SAVE_RUN_US * 1000) {
-        usleep(SAVE_PAUSE_US);
-        pc->run_start = clock_mono_ns();
-    }
+    int64_t run_ns = (pc->starved ? SAVE_STARVED_RUN_US : SAVE_RUN_US) * 1000;
+    if (now - pc->run_start < run_ns)
+        return;
+    if (!behind_schedule(pc, now, done))
+        usleep(pc->starved ? SAVE_STARVED_PAUSE_US : SAVE_PAUSE_US);
+    pc->run_start = clock_mono_ns();
 }
 
 /* Writes a snapshot of the keyspace as it is now, shard by shard, each shard in slices of
@@ -267,7 +301,9 @@ static int save_now(struct persist *p, int background, char *err, size_t errlen)
     rbuf_init(&st.buf);
     unsigned n = ks_nshards(p->ks);
     struct pacer pc;
-    pacer_start(&pc, background);
+    pacer_start(&pc, background, __atomic_load_n(&p->conf->save_interval, __ATOMIC_RELAXED),
+                ks_key_count(p->ks));
+    uint64_t done_before = 0; /* keys dumped from the shards before s */
     const void *peek[SAVE_SLICE_SLOTS];
     for (unsigned s = 0; s < n; s++) {
         st.buf.len = 0;
@@ -290,8 +326,9 @@ static int save_now(struct persist *p, int background, char *err, size_t errlen)
             ks_lock(p->ks, s);
             done = ks_dump_slice(p->ks, s, now, SAVE_SLICE_SLOTS, encode_record, &st, &count);
             ks_unlock(p->ks, s);
-            pace(&pc);
+            pace(&pc, done_before + count);
         }
+        done_before += count;
         if (snap_writer_write(w, st.buf.p, st.buf.len, count, err, errlen) != 0) {
             rbuf_free(&st.buf);
             snap_writer_abort(w);
