@@ -290,6 +290,7 @@ void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
     pthread_mutex_init(&env->names_lock, NULL);
     env->start_ns = clock_now_ns();
     env->start_mono_ns = clock_mono_ns();
+    env->io_sched = "normal";
     /* A run id only needs to differ between runs: 160 bits from urandom, as hex. */
     unsigned char rnd[20] = {0};
     FILE *f = fopen("/dev/urandom", "rb");

@@ -212,6 +212,7 @@ static void sec_server(struct info *in)
         supervised >= 0 && supervised <= 2 ? sup[supervised] : "no");
     add(in->b, "run_id:%s", env->run_id);
     add(in->b, "tcp_port:%" PRId64, env->tcp_port);
+    add(in->b, "io_sched_policy:%s", env->io_sched);
     add(in->b, "server_time_usec:%" PRId64, in->x->now / 1000);
     add(in->b, "uptime_in_seconds:%" PRId64, up);
     add(in->b, "uptime_in_days:%" PRId64, up / 86400);

@@ -62,12 +62,15 @@ struct directive {
 
 static const char *const loglevel_names[] = {"debug", "verbose", "notice", "warning", NULL};
 static const char *const supervised_names[] = {"no", "systemd", "auto", NULL};
+static const char *const io_sched_names[] = {"auto", "normal", "batch", NULL};
 
 /* The enum tables are indexed by these values. */
 _Static_assert(LOG_DEBUG == 0 && LOG_VERBOSE == 1 && LOG_NOTICE == 2 && LOG_WARNING == 3,
                "loglevel_names follows enum log_level");
 _Static_assert(SUPERVISED_NO == 0 && SUPERVISED_SYSTEMD == 1 && SUPERVISED_AUTO == 2,
                "supervised_names follows enum conf_supervised");
+_Static_assert(IO_SCHED_AUTO == 0 && IO_SCHED_NORMAL == 1 && IO_SCHED_BATCH == 2,
+               "io_sched_names follows enum conf_io_sched");
 
 static const char *check_unixsocket(const char *v)
 {
@@ -117,6 +120,9 @@ static const struct directive table[] = {
     INT("busy-poll-us", F_LIVE, busy_poll_us, "50", 0, 10000,
         "while an I/O thread is at least half busy, poll this long after its last work "
         "before sleeping; 0 = always sleep"),
+    ENUM("io-sched-policy", 0, io_sched_policy, "auto", io_sched_names, NULL,
+         "I/O threads' scheduling: normal, batch (no preempting on wake-up), auto (batch when "
+         "the I/O threads are as many as the CPUs)"),
     INT("maxclients", F_LIVE, maxclients, "10000", 1, 1000000, "most clients connected at once"),
     SECS("timeout", F_LIVE, timeout, "0", 0, INT_MAX, "close clients idle this long; 0 = never"),
     /* Linux refuses a TCP_KEEPIDLE above 32767 s, so a larger value could never be applied. */

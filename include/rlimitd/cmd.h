@@ -81,6 +81,7 @@ struct cmd_env {
     int64_t start_mono_ns;
     char run_id[41];
     int64_t tcp_port;             /* the port actually listened on */
+    const char *io_sched;         /* the I/O threads' scheduling class as applied, for INFO */
     struct slowlog *slowlog;
 };
 

@@ -12,6 +12,7 @@
 #define CONF_MAX_THREADS 16 /* upper bound of `threads`, and of what conf_resolve picks */
 
 enum conf_supervised { SUPERVISED_NO = 0, SUPERVISED_SYSTEMD, SUPERVISED_AUTO };
+enum conf_io_sched { IO_SCHED_AUTO = 0, IO_SCHED_NORMAL, IO_SCHED_BATCH };
 
 struct conf {
     char *bind[CONF_MAX_BIND]; /* addresses; a leading '-' marks one that may be unavailable */
@@ -21,6 +22,7 @@ struct conf {
     int64_t unixsocketperm;    /* octal in the file, e.g. 700 */
     int64_t threads;           /* 0 = online CPUs capped at 16 (resolved by conf_resolve) */
     int64_t busy_poll_us;      /* spin this long after work while busy; 0 = never (busypoll.h) */
+    int64_t io_sched_policy;   /* enum conf_io_sched: the I/O threads' scheduling class */
     int64_t maxclients;
     int64_t timeout;           /* seconds idle before a client is closed; 0 = never */
     int64_t tcp_keepalive;     /* seconds; 0 = off */

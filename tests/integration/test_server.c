@@ -1,8 +1,10 @@
 /* test_server.c - connection and server commands (SPEC 1, 4): unknown commands, SELECT, HELLO,
  * PING/ECHO/TIME, CLIENT, CONFIG, AUTH, QUIT, RESET, INFO. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -558,4 +560,99 @@ Test(server, errors_quoting_input_stay_one_line)
     }
     redisFree(c);
     it_stop(d);
+}
+
+/* ---- io-sched-policy ---- */
+
+/* Scheduling policy of every thread of pid (field 41 of /proc/PID/task/TID/stat): how many run
+ * as SCHED_BATCH, and the main thread's (I/O thread 0) in *main_policy. */
+static int count_batch_threads(pid_t pid, int *main_policy)
+{
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+    DIR *dp = opendir(dir);
+    cr_assert(dp != NULL, "cannot list %s", dir);
+    int batch = 0;
+    *main_policy = -1;
+    struct dirent *de;
+    while ((de = readdir(dp)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[64 + sizeof(de->d_name) + 8];
+        snprintf(path, sizeof(path), "%s/%s/stat", dir, de->d_name);
+        char *st = it_read_file(path);
+        if (st == NULL)
+            continue; /* a thread that ended meanwhile */
+        const char *p = strrchr(st, ')'); /* the command name may hold spaces */
+        cr_assert(p != NULL);
+        /* After ") " come fields 3 (state) to 52; policy is field 41, the 39th of them. */
+        int policy = -1;
+        const char *f = p + 2;
+        for (int i = 3; i < 41 && f != NULL; i++) {
+            f = strchr(f, ' ');
+            if (f != NULL)
+                f++;
+        }
+        cr_assert(f != NULL && sscanf(f, "%d", &policy) == 1, "cannot parse %s", path);
+        batch += policy == SCHED_BATCH;
+        if (atoi(de->d_name) == (int)pid)
+            *main_policy = policy;
+        free(st);
+    }
+    closedir(dp);
+    return batch;
+}
+
+static int info_says(redisContext *c, const char *line)
+{
+    redisReply *r = it_cmd(c, "INFO server");
+    cr_assert_eq(r->type, REDIS_REPLY_STRING, "INFO server");
+    int found = strstr(r->str, line) != NULL;
+    freeReplyObject(r);
+    return found;
+}
+
+/* Starts a daemon with the given threads and policy; checks what INFO and the kernel say. */
+static void check_io_sched(const char *threads, const char *policy, int want_batch)
+{
+    struct it_daemon *d = it_start(IT_ARGS("--threads", threads, "--io-sched-policy", policy));
+    redisContext *c = it_connect(d->port);
+    int nthreads = atoi(threads), main_policy;
+    int batch = count_batch_threads(d->pid, &main_policy);
+    if (want_batch) {
+        cr_assert(info_says(c, "\r\nio_sched_policy:batch\r\n"), "threads %s, %s: INFO", threads,
+                  policy);
+        cr_assert_eq(main_policy, SCHED_BATCH, "threads %s, %s: I/O thread 0", threads, policy);
+        /* Every I/O thread inherits it from the main thread. */
+        cr_assert_geq(batch, nthreads, "threads %s, %s: %d batch threads", threads, policy, batch);
+    } else {
+        cr_assert(info_says(c, "\r\nio_sched_policy:normal\r\n"), "threads %s, %s: INFO", threads,
+                  policy);
+        cr_assert_eq(main_policy, SCHED_OTHER, "threads %s, %s: I/O thread 0", threads, policy);
+        cr_assert_eq(batch, 0, "threads %s, %s: %d batch threads", threads, policy, batch);
+    }
+    /* Served as before. */
+    IT_INTS(it_cmd(c, "CL.THROTTLE sched 15 30 60"), 0, 16, 15, -1, 2);
+    redisFree(c);
+    it_stop(d);
+}
+
+Test(server, io_sched_policy_reaches_every_io_thread)
+{
+    check_io_sched("2", "batch", 1);
+    check_io_sched("2", "normal", 0);
+    cpu_set_t cpus;
+    cr_assert_eq(sched_getaffinity(0, sizeof(cpus), &cpus), 0);
+    int ncpu = CPU_COUNT(&cpus);
+    char n[16];
+    /* auto: batch exactly when the I/O threads are as many as the CPUs. The daemon counts the
+     * CPUs as this test does (it inherits the affinity). */
+    if (ncpu <= 16) {
+        snprintf(n, sizeof(n), "%d", ncpu);
+        check_io_sched(n, "auto", 1);
+    }
+    if (ncpu >= 2) {
+        snprintf(n, sizeof(n), "%d", ncpu - 1 < 16 ? ncpu - 1 : 16);
+        check_io_sched(n, "auto", 0);
+    }
 }
