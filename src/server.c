@@ -509,7 +509,7 @@ static int spin_allowed(int nthreads, int ncpu)
  * cost of a context switch and the cache. SCHED_BATCH keeps the time-sharing and the nice level
  * but drops that wake-up preemption (sched(7)): a woken thread still takes an idle CPU at once,
  * and otherwise runs at the next tick or when the running task sleeps. Measured on 2 CPUs with
- * threads 2 (PERFORMANCE.md, fourth pass): +7% requests/s at pipeline 1, +25% at pipeline 16
+ * threads 2 (PERFORMANCE.md, fourth pass): +7% requests/s at pipeline 1, +15-25% at pipeline 16
  * with p99 down from 4.2-4.4 ms to 1.4-1.7 ms. Set on the main thread before the other I/O
  * threads start, which inherit it (pthread_create's default PTHREAD_INHERIT_SCHED). */
 static void set_io_sched(struct server *srv, int ncpu)
