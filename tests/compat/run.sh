@@ -23,6 +23,7 @@ declare -A NEED=(
     [redis-benchmark]=redis-tools
     [prometheus-redis-exporter]=prometheus-redis-exporter
     [systemd-analyze]=systemd
+    [strace]=strace
     [scdoc]=scdoc
     [tmux]=tmux
     [curl]=curl

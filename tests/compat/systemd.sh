@@ -17,7 +17,9 @@ for line in Type=notify StateDirectory=rlimitd RuntimeDirectory=rlimitd DynamicU
     NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes PrivateTmp=yes PrivateDevices=yes \
     PrivateUsers=yes ProtectKernelTunables=yes ProtectKernelModules=yes ProtectControlGroups=yes \
     'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX' SystemCallFilter=@system-service \
-    'SystemCallFilter=~@privileged @resources' CapabilityBoundingSet= MemoryDenyWriteExecute=yes \
+    'SystemCallFilter=~@privileged @resources' \
+    'SystemCallFilter=sched_setscheduler sched_setattr setpriority' SystemCallErrorNumber=EPERM \
+    CapabilityBoundingSet= MemoryDenyWriteExecute=yes \
     LimitNOFILE=65536 'ExecReload=/bin/kill -HUP $MAINPID'; do
     if grep -Fxq -- "$line" "$UNIT"; then
         ok "unit has $line"
@@ -120,6 +122,49 @@ if timeout 10 unshare -n true 2>/dev/null; then
         "$(printf '%s\n' "$log" | protected_warning)" ""
 else
     fail "protected default: unshare -n available (root)" "cannot make a network namespace"
+fi
+
+# ---- the scheduling calls the unit lets through ----
+# The unit filters @resources except the calls on its last SystemCallFilter= line. Every call
+# from @resources the daemon makes (traced through a start with io-sched-policy batch, a
+# background save and a shutdown) must be on that line: under systemd any other fails with
+# EPERM, and before the unit said SystemCallErrorNumber=EPERM it killed the daemon (SIGSYS).
+allowed=" $(sed -n 's/^SystemCallFilter=\([a-z_][a-z_ ]*\)$/\1/p' "$UNIT") "
+resources=$(systemd-analyze syscall-filter @resources | sed -n 's/^ *\([a-z_0-9]*\)$/\1/p' |
+    paste -sd, -)
+trace="$WORK/sched.strace"
+PORT="$(free_port)"
+DDIR="$(mktemp -d "$WORK/d.XXXXXX")"
+strace -f -qq -o "$trace" -e trace="$resources" "$RLIMITD" -c "$ROOT/conf/rlimitd.conf" \
+    --port "$PORT" --bind 127.0.0.1 --dir "$DDIR" --threads 2 --io-sched-policy batch \
+    --save-interval 0 >"$DDIR/rlimitd.log" 2>&1 &
+DPID=$!
+DPIDS+=("$DPID")
+bgsave_done() {
+    redis-cli -p "$PORT" INFO persistence | tr -d '\r' | grep -qx 'rdb_bgsave_in_progress:0'
+}
+if wait_until 30 port_open "$PORT"; then
+    redis-cli -p "$PORT" CL.THROTTLE sched:k 15 30 60 >/dev/null
+    check_eq "traced daemon: BGSAVE" "$(redis-cli -p "$PORT" BGSAVE)" "Background saving started"
+    wait_until 30 bgsave_done || true
+    check_eq "traced daemon: the background save succeeded" \
+        "$(redis-cli -p "$PORT" INFO persistence | tr -d '\r' | grep '^rdb_last_bgsave_status:')" \
+        "rdb_last_bgsave_status:ok"
+    redis-cli -p "$PORT" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+    wait_until 30 daemon_gone || kill -KILL "$DPID" 2>/dev/null || true
+    wait "$DPID" 2>/dev/null || true
+    used=$(sed -n 's/^[0-9]* *\([a-z_0-9]*\)(.*/\1/p' "$trace" | sort -u)
+    check_contains "traced daemon: sched_setscheduler seen (SCHED_BATCH, SCHED_IDLE)" \
+        "$used" "sched_setscheduler"
+    for call in $used; do
+        if [[ "$allowed" == *" $call "* ]]; then
+            ok "unit allows $call, which the daemon makes"
+        else
+            fail "unit allows $call, which the daemon makes" "not on '$allowed'"
+        fi
+    done
+else
+    fail "traced daemon listens" "$(cat "$DDIR/rlimitd.log")"
 fi
 
 # ---- NOTIFY_SOCKET ----
