@@ -236,10 +236,15 @@ static int64_t thread_cpu_ns(void)
     return (int64_t)ts.tv_sec * CLOCK_NS_PER_SEC + ts.tv_nsec;
 }
 
+/* save_now's background argument: 0 for SAVE and the shutdown save, else how bg_main set up the
+ * thread. */
+enum { SAVE_BG_IDLE = 1, SAVE_BG_NICE = 2 };
+
 static void pacer_start(struct pacer *pc, int background, int64_t interval_s, uint64_t total)
 {
     memset(pc, 0, sizeof(*pc));
     pc->background = background;
+    pc->starved = background == SAVE_BG_NICE; /* at nice 19 from the start: paced as if starved */
     pc->run_start = pc->window_wall = pc->start = clock_mono_ns();
     pc->window_cpu = thread_cpu_ns();
     pc->budget_ns = (interval_s > 0 ? interval_s : SAVE_DEFAULT_BUDGET_S) * CLOCK_NS_PER_SEC;
@@ -270,11 +275,15 @@ static void pace(struct pacer *pc, uint64_t done)
     if (!pc->starved && now - pc->window_wall >= SAVE_STARVED_NS) {
         int64_t cpu = thread_cpu_ns();
         if ((cpu - pc->window_cpu) * SAVE_STARVED_DIV < now - pc->window_wall) {
+            /* bg_main set nice 19 and checked that RLIMIT_NICE lets the thread back. */
             struct sched_param sp = {0};
-            pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
-            setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), BGSAVE_NICE);
+            int err = pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
             pc->starved = 1;
-            log_verbose("Background save starved of CPU: going on at nice %d", BGSAVE_NICE);
+            if (err == 0)
+                log_verbose("Background save starved of CPU: going on at nice %d", BGSAVE_NICE);
+            else
+                log_warning("Background save starved of CPU, and could not leave SCHED_IDLE: %s",
+                            strerror(err));
         }
         pc->window_wall = now;
         pc->window_cpu = cpu;
@@ -284,6 +293,10 @@ static void pace(struct pacer *pc, uint64_t done)
         return;
     if (!behind_schedule(pc, now, done))
         usleep(pc->starved ? SAVE_STARVED_PAUSE_US : SAVE_PAUSE_US);
+    else if (pc->starved)
+        /* Behind, it keeps its share but still lets a waiting I/O thread in: a SCHED_BATCH one
+         * (io-sched-policy) would otherwise not preempt it before the next tick. */
+        sched_yield();
     pc->run_start = clock_mono_ns();
 }
 
@@ -367,6 +380,27 @@ static int run_save(struct persist *p, uint64_t dirty, int background, char *err
     return rc;
 }
 
+/* Whether this thread, once SCHED_IDLE, may switch back to SCHED_OTHER at nice BGSAVE_NICE: the
+ * kernel treats SCHED_IDLE as below nice 19 and allows the switch if RLIMIT_NICE would allow
+ * that nice (20 - nice <= limit), or with CAP_SYS_NICE. */
+static int can_leave_idle(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NICE, &rl) == 0 &&
+        (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)(20 - BGSAVE_NICE)))
+        return 1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f == NULL)
+        return 0;
+    char line[256];
+    unsigned long long eff = 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "CapEff: %llx", &eff) == 1)
+            break;
+    fclose(f);
+    return (eff >> 23) & 1; /* CAP_SYS_NICE */
+}
+
 static void *bg_main(void *arg)
 {
     struct persist *p = arg;
@@ -378,15 +412,26 @@ static void *bg_main(void *arg)
      * walks gigabytes of entries in random order, which costs the I/O threads cache and TLB
      * misses and memory bandwidth even when they get every CPU cycle they want, so it pauses
      * SAVE_PAUSE_US after every SAVE_RUN_US (a save takes about 4x longer). Both per thread on
-     * Linux. On CPUs kept busy by clients it falls back to nice 19 (struct pacer). */
-    struct sched_param sp = {0};
-    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0 &&
-        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), BGSAVE_NICE) != 0)
+     * Linux. On CPUs kept busy by clients it falls back to nice 19 (struct pacer).
+     *
+     * Nice 19 first: raising one's nice is always allowed, and it is what the thread keeps if it
+     * leaves SCHED_IDLE. Leaving needs RLIMIT_NICE to allow nice 19 (or CAP_SYS_NICE), which an
+     * unprivileged daemon often lacks (the default limit is 0); a thread that entered SCHED_IDLE
+     * anyway could starve for good on busy CPUs, so it then stays at nice 19 throughout. */
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), BGSAVE_NICE) != 0)
         log_verbose("Could not lower the background save's priority: %s", strerror(errno));
+    int mode = SAVE_BG_NICE;
+    struct sched_param sp = {0};
+    if (!can_leave_idle())
+        log_verbose("Background save at nice %d, not SCHED_IDLE: RLIMIT_NICE does not allow "
+                    "nice %d, so it could not come back if starved",
+                    BGSAVE_NICE, BGSAVE_NICE);
+    else if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) == 0)
+        mode = SAVE_BG_IDLE;
     pthread_mutex_lock(&p->lock);
     uint64_t dirty = p->bg_dirty;
     pthread_mutex_unlock(&p->lock);
-    run_save(p, dirty, 1, err, sizeof(err));
+    run_save(p, dirty, mode, err, sizeof(err));
     pthread_mutex_lock(&p->lock);
     p->bg_running = 0;
     pthread_mutex_unlock(&p->lock);

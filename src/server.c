@@ -503,32 +503,50 @@ static int spin_allowed(int nthreads, int ncpu)
     return 0;
 }
 
-/* io-sched-policy. With as many I/O threads as CPUs (auto's test, the same as for busy polling)
+/* io-sched-policy. With at least as many I/O threads as CPUs (auto's test, as for busy polling)
  * the threads mostly share CPUs with each other and with the clients' processes, and a thread
  * woken by a request preempting the one running only trades one busy task for another, at the
  * cost of a context switch and the cache. SCHED_BATCH keeps the time-sharing and the nice level
  * but drops that wake-up preemption (sched(7)): a woken thread still takes an idle CPU at once,
  * and otherwise runs at the next tick or when the running task sleeps. Measured on 2 CPUs with
- * threads 2 (PERFORMANCE.md, fourth pass): +7% requests/s at pipeline 1, +15-25% at pipeline 16
- * with p99 down from 4.2-4.4 ms to 1.4-1.7 ms. Set on the main thread before the other I/O
+ * threads 2 (PERFORMANCE.md, fourth pass): +4-11% requests/s at pipeline 1, +17-22% at pipeline
+ * 16, where p99 was over 4 ms in 5 of 6 rounds without it and 1 of 6 with it. Set on the main thread before the other I/O
  * threads start, which inherit it (pthread_create's default PTHREAD_INHERIT_SCHED). */
 static void set_io_sched(struct server *srv, int ncpu)
 {
     int64_t policy = srv->conf->io_sched_policy;
     int batch = policy == IO_SCHED_BATCH || (policy == IO_SCHED_AUTO && srv->nthreads >= ncpu);
-    if (!batch)
-        return;
     struct sched_param sp = {0};
-    int err = pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
-    if (err != 0) {
+    int err = batch ? pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp) : 0;
+    if (err != 0)
         log_warning("Could not run the I/O threads as SCHED_BATCH: %s", strerror(err));
-        return;
+    else if (batch)
+        log_notice("I/O threads run as SCHED_BATCH: %d on %d CPU%s, a woken thread does not "
+                   "preempt a running one (io-sched-policy %s)",
+                   srv->nthreads, ncpu, ncpu == 1 ? "" : "s",
+                   policy == IO_SCHED_AUTO ? "auto" : "batch");
+    /* What INFO reports is the class the threads have: without batch they keep the one the
+     * daemon was started with (chrt, systemd's CPUSchedulingPolicy=), normally SCHED_OTHER. */
+    switch (sched_getscheduler(0)) {
+    case SCHED_OTHER:
+        srv->env.io_sched = "normal";
+        break;
+    case SCHED_BATCH:
+        srv->env.io_sched = "batch";
+        break;
+    case SCHED_IDLE:
+        srv->env.io_sched = "idle";
+        break;
+    case SCHED_FIFO:
+        srv->env.io_sched = "fifo";
+        break;
+    case SCHED_RR:
+        srv->env.io_sched = "rr";
+        break;
+    default:
+        srv->env.io_sched = "other";
+        break;
     }
-    srv->env.io_sched = "batch";
-    log_notice("I/O threads run as SCHED_BATCH: %d on %d CPU%s, a woken thread does not preempt "
-               "a running one (io-sched-policy %s)",
-               srv->nthreads, ncpu, ncpu == 1 ? "" : "s",
-               policy == IO_SCHED_AUTO ? "auto" : "batch");
 }
 
 static void on_before_poll(uv_prepare_t *h)

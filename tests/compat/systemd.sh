@@ -18,7 +18,7 @@ for line in Type=notify StateDirectory=rlimitd RuntimeDirectory=rlimitd DynamicU
     PrivateUsers=yes ProtectKernelTunables=yes ProtectKernelModules=yes ProtectControlGroups=yes \
     'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX' SystemCallFilter=@system-service \
     'SystemCallFilter=~@privileged @resources' \
-    'SystemCallFilter=sched_setscheduler sched_setattr setpriority' SystemCallErrorNumber=EPERM \
+    'SystemCallFilter=sched_setscheduler sched_setattr setpriority' SystemCallErrorNumber=EPERM LimitNICE=+19 \
     CapabilityBoundingSet= MemoryDenyWriteExecute=yes \
     LimitNOFILE=65536 'ExecReload=/bin/kill -HUP $MAINPID'; do
     if grep -Fxq -- "$line" "$UNIT"; then
