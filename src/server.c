@@ -512,6 +512,25 @@ static int spin_allowed(int nthreads, int ncpu)
  * threads 2 (PERFORMANCE.md, fourth pass): +4-11% requests/s at pipeline 1, +17-22% at pipeline
  * 16, where p99 was over 4 ms in 5 of 6 rounds without it and 1 of 6 with it. Set on the main thread before the other I/O
  * threads start, which inherit it (pthread_create's default PTHREAD_INHERIT_SCHED). */
+/* INFO's name for a scheduling class, as io-sched-policy and chrt(1) spell them. */
+static const char *sched_class_name(int policy)
+{
+    switch (policy) {
+    case SCHED_OTHER:
+        return "normal";
+    case SCHED_BATCH:
+        return "batch";
+    case SCHED_IDLE:
+        return "idle";
+    case SCHED_FIFO:
+        return "fifo";
+    case SCHED_RR:
+        return "rr";
+    default:
+        return "other";
+    }
+}
+
 static void set_io_sched(struct server *srv, int ncpu)
 {
     int64_t policy = srv->conf->io_sched_policy;
@@ -527,26 +546,7 @@ static void set_io_sched(struct server *srv, int ncpu)
                    policy == IO_SCHED_AUTO ? "auto" : "batch");
     /* What INFO reports is the class the threads have: without batch they keep the one the
      * daemon was started with (chrt, systemd's CPUSchedulingPolicy=), normally SCHED_OTHER. */
-    switch (sched_getscheduler(0)) {
-    case SCHED_OTHER:
-        srv->env.io_sched = "normal";
-        break;
-    case SCHED_BATCH:
-        srv->env.io_sched = "batch";
-        break;
-    case SCHED_IDLE:
-        srv->env.io_sched = "idle";
-        break;
-    case SCHED_FIFO:
-        srv->env.io_sched = "fifo";
-        break;
-    case SCHED_RR:
-        srv->env.io_sched = "rr";
-        break;
-    default:
-        srv->env.io_sched = "other";
-        break;
-    }
+    srv->env.io_sched = sched_class_name(sched_getscheduler(0));
 }
 
 static void on_before_poll(uv_prepare_t *h)
