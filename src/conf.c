@@ -122,7 +122,7 @@ static const struct directive table[] = {
         "before sleeping; 0 = always sleep"),
     ENUM("io-sched-policy", 0, io_sched_policy, "auto", io_sched_names, NULL,
          "I/O threads' scheduling: normal, batch (no preempting on wake-up), auto (batch when "
-         "the I/O threads are as many as the CPUs)"),
+         "the I/O threads are at least as many as the CPUs)"),
     INT("maxclients", F_LIVE, maxclients, "10000", 1, 1000000, "most clients connected at once"),
     SECS("timeout", F_LIVE, timeout, "0", 0, INT_MAX, "close clients idle this long; 0 = never"),
     /* Linux refuses a TCP_KEEPIDLE above 32767 s, so a larger value could never be applied. */

@@ -468,14 +468,18 @@ static uint64_t thread_waited_ns(void *ud)
     return wait_ns;
 }
 
-/* busy-poll-us as this thread applies it: 0 when it cannot see its run-queue wait, since it
- * could then not tell when spinning takes a CPU from someone else, and 0 when the I/O threads
- * are as many as the CPUs (srv->spin_ok). Caller holds conf_lock. */
+/* Whether this thread may ever spin: not when it cannot see its run-queue wait, since it could
+ * then not tell when spinning takes a CPU from someone else, nor when the I/O threads are as
+ * many as the CPUs (srv->spin_ok). */
+static int thread_may_spin(const struct io_thread *t)
+{
+    return t->schedstat_fd >= 0 && t->srv->spin_ok;
+}
+
+/* busy-poll-us as this thread applies it: 0 if it may never spin. Caller holds conf_lock. */
 static uint64_t thread_spin_ns(const struct io_thread *t)
 {
-    if (t->schedstat_fd < 0 || !t->srv->spin_ok)
-        return 0;
-    return (uint64_t)t->srv->conf->busy_poll_us * 1000;
+    return thread_may_spin(t) ? (uint64_t)t->srv->conf->busy_poll_us * 1000 : 0;
 }
 
 /* The CPUs this process may run on, as taskset and cgroups set them. */
@@ -503,15 +507,6 @@ static int spin_allowed(int nthreads, int ncpu)
     return 0;
 }
 
-/* io-sched-policy. With at least as many I/O threads as CPUs (auto's test, as for busy polling)
- * the threads mostly share CPUs with each other and with the clients' processes, and a thread
- * woken by a request preempting the one running only trades one busy task for another, at the
- * cost of a context switch and the cache. SCHED_BATCH keeps the time-sharing and the nice level
- * but drops that wake-up preemption (sched(7)): a woken thread still takes an idle CPU at once,
- * and otherwise runs at the next tick or when the running task sleeps. Measured on 2 CPUs with
- * threads 2 (PERFORMANCE.md, fourth pass): +4-11% requests/s at pipeline 1, +17-22% at pipeline
- * 16, where p99 was over 4 ms in 5 of 6 rounds without it and 1 of 6 with it. Set on the main thread before the other I/O
- * threads start, which inherit it (pthread_create's default PTHREAD_INHERIT_SCHED). */
 /* INFO's name for a scheduling class, as io-sched-policy and chrt(1) spell them. */
 static const char *sched_class_name(int policy)
 {
@@ -531,10 +526,20 @@ static const char *sched_class_name(int policy)
     }
 }
 
+/* io-sched-policy. Where busy polling is off for want of a spare CPU (auto's test: srv->spin_ok,
+ * so call after spin_allowed) the threads mostly share CPUs with each other and with the
+ * clients' processes, and a thread woken by a request preempting the one running only trades one
+ * busy task for another, at the cost of a context switch and the cache. SCHED_BATCH keeps the
+ * time-sharing and the nice level but drops that wake-up preemption (sched(7)): a woken thread
+ * still takes an idle CPU at once, and otherwise runs at the next tick or when the running task
+ * sleeps. Measured on 2 CPUs with threads 2 (PERFORMANCE.md, fourth pass): +4-11% requests/s at
+ * pipeline 1, +17-22% at pipeline 16, where p99 was over 4 ms in 5 of 6 rounds without it and
+ * 1 of 6 with it. Set on the main thread before the other I/O threads start, which inherit it
+ * (pthread_create's default PTHREAD_INHERIT_SCHED). */
 static void set_io_sched(struct server *srv, int ncpu)
 {
     int64_t policy = srv->conf->io_sched_policy;
-    int batch = policy == IO_SCHED_BATCH || (policy == IO_SCHED_AUTO && srv->nthreads >= ncpu);
+    int batch = policy == IO_SCHED_BATCH || (policy == IO_SCHED_AUTO && !srv->spin_ok);
     struct sched_param sp = {0};
     int err = batch ? pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp) : 0;
     if (err != 0)
@@ -590,7 +595,7 @@ static void busypoll_start(struct io_thread *t)
     busypoll_init(&t->busypoll, spin_ns, uv_hrtime(),
                   t->schedstat_fd >= 0 ? thread_waited_ns(t) : 0);
     /* A thread that may never spin keeps the plain loop: no bookkeeping around each poll. */
-    if (t->schedstat_fd < 0 || !srv->spin_ok)
+    if (!thread_may_spin(t))
         return;
     uv_prepare_start(&t->before_poll, on_before_poll);
     uv_check_start(&t->after_poll, on_after_poll);
