@@ -423,6 +423,27 @@ long it_rss_kib(pid_t pid)
     return v;
 }
 
+long long it_proc_stat_field(const char *path, int field)
+{
+    char *s = it_read_file(path);
+    if (s[0] == '\0') {
+        free(s);
+        return -1;
+    }
+    const char *f = strrchr(s, ')'); /* the command name (field 2) may hold spaces and ')' */
+    cr_assert(f != NULL && field >= 3, "%s: no field %d", path, field);
+    f += 2; /* field 3 */
+    for (int i = 3; i < field && f != NULL; i++) {
+        f = strchr(f, ' ');
+        if (f != NULL)
+            f++;
+    }
+    long long v = 0;
+    cr_assert(f != NULL && sscanf(f, "%lld", &v) == 1, "%s: cannot parse field %d", path, field);
+    free(s);
+    return v;
+}
+
 /* ---- hiredis ---- */
 
 redisContext *it_connect(int port)

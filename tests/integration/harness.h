@@ -66,6 +66,10 @@ void it_fini(void);
 
 /* Resident set size of a process in KiB, or -1. */
 long it_rss_kib(pid_t pid);
+/* Field `field` (1-based, as proc(5) numbers them; >= 3) of a /proc .../stat file, e.g.
+ * /proc/PID/stat or /proc/PID/task/TID/stat; -1 if the file cannot be read (a thread that
+ * ended). The parse itself is asserted. */
+long long it_proc_stat_field(const char *path, int field);
 
 /* ---- hiredis ---- */
 

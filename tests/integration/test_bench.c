@@ -77,16 +77,9 @@ static long long cpu_ms(pid_t pid)
 {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    char *s = it_read_file(path);
-    cr_assert(s != NULL, "cannot read %s", path);
-    const char *p = strrchr(s, ')'); /* the command name may hold spaces */
-    cr_assert(p != NULL);
-    unsigned long long ut = 0, st = 0;
-    /* After ") ": state, then fields 4..13, then utime (14) and stime (15). */
-    int n = sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st);
-    cr_assert_eq(n, 2, "cannot parse %s", path);
-    free(s);
-    return (long long)((ut + st) * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
+    long long ut = it_proc_stat_field(path, 14), st = it_proc_stat_field(path, 15);
+    cr_assert(ut >= 0 && st >= 0, "cannot read %s", path);
+    return (ut + st) * 1000 / sysconf(_SC_CLK_TCK);
 }
 
 /* CONFIG GET of one directive: its value. */
@@ -99,9 +92,8 @@ static void check_config(redisContext *c, const char *name, const char *want)
 }
 
 /* busy-poll-us (busypoll.h): with a CPU to spare, a thread kept busy by 50 clients polls without
- * sleeping, an idle
- * daemon sleeps (a spin left running would burn a whole CPU second per second here), and
- * busy-poll-us 0 turns it off at run time. */
+ * sleeping, an idle daemon sleeps (a spin left running would burn a whole CPU second per second
+ * here), and busy-poll-us 0 turns it off at run time. */
 Test(bench, busy_poll_spins_only_under_load)
 {
     struct it_daemon *d = it_start(IT_ARGS("--threads", "1"));

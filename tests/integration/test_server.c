@@ -581,25 +581,13 @@ static int count_batch_threads(pid_t pid, int *main_policy, int *total)
             continue;
         char path[64 + sizeof(de->d_name) + 8];
         snprintf(path, sizeof(path), "%s/%s/stat", dir, de->d_name);
-        char *st = it_read_file(path);
-        if (st == NULL)
+        long long policy = it_proc_stat_field(path, 41);
+        if (policy < 0)
             continue; /* a thread that ended meanwhile */
-        const char *p = strrchr(st, ')'); /* the command name may hold spaces */
-        cr_assert(p != NULL);
-        /* After ") " come fields 3 (state) to 52; policy is field 41, the 39th of them. */
-        int policy = -1;
-        const char *f = p + 2;
-        for (int i = 3; i < 41 && f != NULL; i++) {
-            f = strchr(f, ' ');
-            if (f != NULL)
-                f++;
-        }
-        cr_assert(f != NULL && sscanf(f, "%d", &policy) == 1, "cannot parse %s", path);
         batch += policy == SCHED_BATCH;
         (*total)++;
         if (atoi(de->d_name) == (int)pid)
-            *main_policy = policy;
-        free(st);
+            *main_policy = (int)policy;
     }
     closedir(dp);
     return batch;
