@@ -598,111 +598,34 @@ void conf_get(const struct conf *c, const char *pattern, conf_visit_fn cb, void 
     }
 }
 
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
-/* Splits one line into words the way redis.conf lines are split: whitespace separates words;
- * "double quotes" understand \n \r \t \b \a \xHH and a backslash before any other byte stands
- * for that byte; 'single quotes' only understand \'; a closing quote must be followed by
- * whitespace or the end. Works in place (the output never outruns the input). Returns the word
- * count (0 for a blank or comment line), or -1 with *why set. lens[] gets each word's length,
- * which is how an embedded \x00 is noticed. */
+/* Splits one line into words in place with the grammar redis.conf shares with redis-cli
+ * (util_split_word). Returns the word count (0 for a blank or comment line), or -1 with *why set.
+ * lens[] gets each word's length, which is how an embedded \x00 is noticed. */
 static int split_line(char *line, const char **argv, size_t *lens, int max, const char **why)
 {
-    char *r = line, *w;
+    size_t len = strlen(line), pos = 0;
     int argc = 0;
 
-    while (*r == ' ' || *r == '\t' || *r == '\r' || *r == '\n')
-        r++;
-    if (*r == '#')
-        return 0;
-    while (*r) {
-        int dq = 0, sq = 0;
-
+    for (;;) {
+        while (pos < len && util_is_space((unsigned char)line[pos]))
+            pos++;
+        if (pos == len || (argc == 0 && line[pos] == '#'))
+            return argc;
         if (argc == max) {
             *why = "too many arguments";
             return -1;
         }
-        argv[argc] = w = r;
-        for (;;) {
-            char ch = *r;
-            if (dq) {
-                if (ch == '\0') {
-                    *why = "unbalanced quotes";
-                    return -1;
-                }
-                if (ch == '\\' && r[1] == 'x' && hexval(r[2]) >= 0 && hexval(r[3]) >= 0) {
-                    *w++ = (char)(hexval(r[2]) * 16 + hexval(r[3]));
-                    r += 4;
-                } else if (ch == '\\' && r[1] != '\0') {
-                    char e = r[1];
-                    *w++ = e == 'n'   ? '\n'
-                           : e == 'r' ? '\r'
-                           : e == 't' ? '\t'
-                           : e == 'b' ? '\b'
-                           : e == 'a' ? '\a'
-                                      : e;
-                    r += 2;
-                } else if (ch == '"') {
-                    r++;
-                    dq = 0;
-                    if (*r && *r != ' ' && *r != '\t' && *r != '\r' && *r != '\n') {
-                        *why = "unbalanced quotes";
-                        return -1;
-                    }
-                    break;
-                } else {
-                    *w++ = *r++;
-                }
-            } else if (sq) {
-                if (ch == '\0') {
-                    *why = "unbalanced quotes";
-                    return -1;
-                }
-                if (ch == '\\' && r[1] == '\'') {
-                    *w++ = '\'';
-                    r += 2;
-                } else if (ch == '\'') {
-                    r++;
-                    sq = 0;
-                    if (*r && *r != ' ' && *r != '\t' && *r != '\r' && *r != '\n') {
-                        *why = "unbalanced quotes";
-                        return -1;
-                    }
-                    break;
-                } else {
-                    *w++ = *r++;
-                }
-            } else if (ch == '\0' || ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {
-                break;
-            } else if (ch == '"') {
-                dq = 1;
-                r++;
-            } else if (ch == '\'') {
-                sq = 1;
-                r++;
-            } else {
-                *w++ = *r++;
-            }
+        char *out = line + pos;
+        long n = util_split_word(line, len, &pos, out);
+        if (n < 0) {
+            *why = "unbalanced quotes";
+            return -1;
         }
-        /* w <= r here, and r has moved past whatever w overwrites (a delimiter or a quote). */
-        lens[argc] = (size_t)(w - argv[argc]);
-        if (*r)
-            r++;
-        *w = '\0';
+        out[n] = '\0';
+        argv[argc] = out;
+        lens[argc] = (size_t)n;
         argc++;
-        while (*r == ' ' || *r == '\t' || *r == '\r' || *r == '\n')
-            r++;
     }
-    return argc;
 }
 
 int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen)

@@ -18,6 +18,7 @@
  * hiredis compacts its buffer inside redisReaderGetReply, so our createString callback copies
  * each argument into the arena rather than keeping pointers into the reader. */
 #include "rlimitd/resp.h"
+#include "rlimitd/util.h"
 
 #include <hiredis/read.h>
 #include <limits.h>
@@ -534,46 +535,7 @@ static enum step build_argv(struct resp *r)
 
 /* ---- inline commands ------------------------------------------------------------------------ */
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* The byte "\<c>" stands for inside double quotes; unknown escapes stand for c itself. */
-static char unescape(char c)
-{
-    switch (c) {
-    case 'n':
-        return '\n';
-    case 'r':
-        return '\r';
-    case 't':
-        return '\t';
-    case 'b':
-        return '\b';
-    case 'a':
-        return '\a';
-    default:
-        return c;
-    }
-}
-
-/* isspace() in the C locale, without the locale lookup. */
-static int is_space(unsigned char c)
-{
-    return c == ' ' || (c >= '\t' && c <= '\r');
-}
-
-/* Splits one inline line into the arena with redis-cli's grammar (Redis's inline parser): words
- * separated by whitespace; "double quotes" with \n \r \t \b \a \xHH and \<any> escapes;
- * 'single quotes' where only \' is an escape; a quote may start mid-word (a"b c" is one
- * argument "ab c"); a closing quote must be followed by whitespace or the end. Like Redis, a NUL
+/* Splits one inline line into the arena with redis-cli's grammar (util_split_word). Like Redis, a NUL
  * ends the line. Every argument plus its NUL takes no more arena than its source bytes plus one
  * separator, so len + 1 bytes of arena always suffice. */
 static enum step split_inline(struct resp *r, const char *s, size_t len)
@@ -588,7 +550,7 @@ static enum step split_inline(struct resp *r, const char *s, size_t len)
     r->filled = 0;
 
     for (;;) {
-        while (i < len && is_space((unsigned char)s[i]))
+        while (i < len && util_is_space((unsigned char)s[i]))
             i++;
         if (i == len)
             return r->filled == 0 ? STEP_EMPTY : STEP_DONE;
@@ -599,63 +561,13 @@ static enum step split_inline(struct resp *r, const char *s, size_t len)
         ensure_argv(r, r->filled + 1);
 
         char *out = r->arena + r->arena_used;
-        size_t n = 0;
-        char quote = 0;
-        int done = 0;
-
-        while (!done) {
-            if (i == len) {
-                if (quote)
-                    return fail(r, "unbalanced quotes in request");
-                break;
-            }
-            unsigned char c = (unsigned char)s[i];
-            if (quote == '"') {
-                if (c == '\\' && i + 3 < len && s[i + 1] == 'x' &&
-                    hexval((unsigned char)s[i + 2]) >= 0 && hexval((unsigned char)s[i + 3]) >= 0) {
-                    out[n++] = (char)(hexval((unsigned char)s[i + 2]) * 16 +
-                                      hexval((unsigned char)s[i + 3]));
-                    i += 4;
-                } else if (c == '\\' && i + 1 < len) {
-                    out[n++] = unescape(s[i + 1]);
-                    i += 2;
-                } else if (c == '"') {
-                    if (i + 1 < len && !is_space((unsigned char)s[i + 1]))
-                        return fail(r, "unbalanced quotes in request");
-                    i++;
-                    done = 1;
-                } else {
-                    out[n++] = (char)c;
-                    i++;
-                }
-            } else if (quote == '\'') {
-                if (c == '\\' && i + 1 < len && s[i + 1] == '\'') {
-                    out[n++] = '\'';
-                    i += 2;
-                } else if (c == '\'') {
-                    if (i + 1 < len && !is_space((unsigned char)s[i + 1]))
-                        return fail(r, "unbalanced quotes in request");
-                    i++;
-                    done = 1;
-                } else {
-                    out[n++] = (char)c;
-                    i++;
-                }
-            } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-                i++;
-                done = 1;
-            } else if (c == '"' || c == '\'') {
-                quote = (char)c;
-                i++;
-            } else {
-                out[n++] = (char)c;
-                i++;
-            }
-        }
+        long n = util_split_word(s, len, &i, out);
+        if (n < 0)
+            return fail(r, "unbalanced quotes in request");
         out[n] = '\0';
         r->argv[r->filled] = out;
-        r->lens[r->filled] = n;
-        r->arena_used += n + 1;
+        r->lens[r->filled] = (size_t)n;
+        r->arena_used += (size_t)n + 1;
         r->filled++;
     }
 }

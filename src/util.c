@@ -274,3 +274,98 @@ int util_parse_duration_ms(const char *s, int64_t default_unit_ms, int64_t *out_
         return -1;
     return 0;
 }
+
+int util_is_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+static int hex_digit(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* The byte "\<c>" stands for inside double quotes; unknown escapes stand for c itself. */
+static char unescape(char c)
+{
+    switch (c) {
+    case 'n':
+        return '\n';
+    case 'r':
+        return '\r';
+    case 't':
+        return '\t';
+    case 'b':
+        return '\b';
+    case 'a':
+        return '\a';
+    default:
+        return c;
+    }
+}
+
+long util_split_word(const char *s, size_t len, size_t *pos, char *out)
+{
+    size_t i = *pos, n = 0;
+    char quote = 0;
+
+    /* n <= i - *pos throughout: every byte written consumed at least one source byte, so writing
+     * in place (out == s + *pos) never overwrites a byte not yet read. */
+    for (;;) {
+        if (i == len) {
+            if (quote)
+                return -1;
+            break;
+        }
+        unsigned char c = (unsigned char)s[i];
+        if (quote == '"') {
+            if (c == '\\' && i + 3 < len && s[i + 1] == 'x' && hex_digit((unsigned char)s[i + 2]) >= 0 &&
+                hex_digit((unsigned char)s[i + 3]) >= 0) {
+                out[n++] = (char)(hex_digit((unsigned char)s[i + 2]) * 16 +
+                                  hex_digit((unsigned char)s[i + 3]));
+                i += 4;
+            } else if (c == '\\' && i + 1 < len) {
+                out[n++] = unescape(s[i + 1]);
+                i += 2;
+            } else if (c == '"') {
+                if (i + 1 < len && !util_is_space((unsigned char)s[i + 1]))
+                    return -1;
+                i += i + 1 < len ? 2 : 1;
+                break;
+            } else {
+                out[n++] = (char)c;
+                i++;
+            }
+        } else if (quote == '\'') {
+            if (c == '\\' && i + 1 < len && s[i + 1] == '\'') {
+                out[n++] = '\'';
+                i += 2;
+            } else if (c == '\'') {
+                if (i + 1 < len && !util_is_space((unsigned char)s[i + 1]))
+                    return -1;
+                i += i + 1 < len ? 2 : 1;
+                break;
+            } else {
+                out[n++] = (char)c;
+                i++;
+            }
+        } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            i++;
+            break;
+        } else if (c == '"' || c == '\'') {
+            quote = (char)c;
+            i++;
+        } else {
+            out[n++] = (char)c;
+            i++;
+        }
+    }
+    *pos = i;
+    return (long)n;
+}

@@ -30,4 +30,17 @@ int util_parse_memory(const char *s, int64_t *out);
  * -1 (bad syntax, negative or overflow). */
 int util_parse_duration_ms(const char *s, int64_t default_unit_ms, int64_t *out_ms);
 
+/* isspace() in the C locale, without the locale lookup. */
+int util_is_space(unsigned char c);
+
+/* One word of the argument grammar that redis-cli, Redis's inline requests and redis.conf share:
+ * words are separated by whitespace; "double quotes" understand \n \r \t \b \a \xHH and a
+ * backslash before any other byte stands for that byte; 'single quotes' only understand \'; a
+ * quote may start mid-word (a"b c" is one word, "ab c"); a closing quote must be followed by
+ * whitespace or the end. The caller has skipped the whitespace before the word, so s[*pos] is its
+ * first byte. Writes the word's bytes to out, which needs room for len - *pos bytes (a word never
+ * outgrows its source, so out may even be s + *pos), and moves *pos past the word and the one
+ * delimiter after it. Returns the word's length, or -1 for unbalanced quotes. */
+long util_split_word(const char *s, size_t len, size_t *pos, char *out);
+
 #endif
