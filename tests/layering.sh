@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Keeps the module layering of docs/DESIGN.md true by checking #include lines:
-#   net (server.c, client.c) -> resp -> cmd -> keyspace (+ gcra, swlog) ; persist/snap read the
-#   keyspace; the limiter core includes no libuv, no hiredis, nothing above it; the Redis module
-#   (src/module) uses only the limiter library.
+# Keeps the layering of docs/DESIGN.md ("Layers") true by checking every #include line under src/.
+# A folder of src/ is a layer; a file may include headers of its own layer and of the layers its
+# row below allows, and nothing else of ours. A new .c file is checked by the rules of the folder
+# it lands in; a new public header must be given a layer in HEADER_LAYER (an unmapped one fails).
 # Prints each violation and a final "N passed, N failed" line; exits 1 on any violation.
 set -euo pipefail
 root=${1:-$(dirname "$0")/..}
@@ -10,42 +10,131 @@ cd "$root/src"
 pass=0
 fail=0
 
-# check FILE PATTERN WHY: FILE must not include anything matching PATTERN.
-check() {
-    local file=$1 pattern=$2 why=$3 hits
-    hits=$(grep -nE "^#include [<\"]($pattern)" "$file" || true)
-    if [[ -n "$hits" ]]; then
-        echo "layering: $file: $why"
-        echo "$hits" | sed 's/^/    /'
-        fail=$((fail + 1))
-    else
-        pass=$((pass + 1))
-    fi
+# include/rlimitd/<name>.h -> the layer that owns it.
+declare -A HEADER_LAYER=(
+    [util]=base [buf]=base [clock]=base [log]=base [stats]=base [conf]=base
+    [gcra]=limiter [swlog]=limiter [isallowed]=limiter
+    [keyspace]=store [hash]=store
+    [resp]=proto [reply]=proto
+    [cmd]=cmd
+    [snap]=persist [persist]=persist
+    [server]=net [busypoll]=net [notify]=net
+    [redismodule_api]=module
+)
+
+# Per layer: the layers (besides itself) whose headers it may include, and system headers it may
+# not include. "pure" layers also may not include base's log, conf or stats (no I/O, no config).
+declare -A ALLOWED=(
+    [base]=""
+    [limiter]="base"
+    [store]="base limiter"
+    [proto]="base"
+    [cmd]="base limiter store proto"
+    [persist]="base limiter store"
+    [net]="base limiter store proto cmd persist"
+    [main]="base limiter store proto cmd persist net"
+    [module]="base limiter"
+)
+declare -A FORBIDDEN_SYS=(
+    [base]='uv\.h|hiredis'
+    [limiter]='uv\.h|hiredis|xxhash'
+    [store]='uv\.h|hiredis|xxhash'
+    [proto]='uv\.h'
+    [cmd]='uv\.h|hiredis'
+    [persist]='uv\.h|hiredis'
+    [net]=''
+    [main]=''
+    [module]='uv\.h|hiredis|xxhash'
+)
+# Headers of base that the pure layers may not use: the limiter and the store do no I/O and read
+# no configuration; rlimit.so may use only util from base (Redis is its clock, log and config).
+declare -A PURE_DENY=(
+    [limiter]='log conf stats'
+    [store]='log conf stats'
+    [module]='log conf stats clock'
+)
+# Within cmd, only resp.h of proto is off limits: commands write replies but never parse requests.
+declare -A HEADER_DENY=(
+    [cmd]='resp'
+)
+
+violation() {
+    echo "layering: $1"
+    fail=$((fail + 1))
 }
 
-upper='uv\.h|hiredis|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats)\.h|cmd_internal\.h|server_internal\.h|slowlog\.h'
-for f in gcra.c swlog.c isallowed.c keyspace.c hash.c clock.c util.c; do
-    check "$f" "$upper" "the limiter core must not include I/O, protocol or anything above it"
-done
-for f in resp.c reply.c; do
-    check "$f" 'uv\.h|rlimitd/(cmd|server|keyspace|persist|snap)\.h|cmd_internal\.h|server_internal\.h' \
-        "the protocol layer must not reach the command layer, the keyspace or the network"
-done
-for f in cmd.c cmd_*.c slowlog.c; do
-    check "$f" 'uv\.h|hiredis|rlimitd/(resp|server|persist|snap)\.h|server_internal\.h' \
-        "commands reach the network and persistence only through struct server_hooks"
-done
-for f in snap.c persist.c; do
-    check "$f" 'uv\.h|hiredis|rlimitd/(resp|cmd|server)\.h|cmd_internal\.h|server_internal\.h' \
-        "persistence must not depend on the network or the command layer"
-done
+check_file() {
+    local file=$1 layer=$2 line name owner allowed bad
+    allowed=" $layer ${ALLOWED[$layer]} "
+    bad=0
+    if [[ -n "${FORBIDDEN_SYS[$layer]}" ]] &&
+        grep -qE "^#include <(${FORBIDDEN_SYS[$layer]})" "$file"; then
+        violation "$file ($layer) includes a library its layer may not use: $(grep -nE "^#include <(${FORBIDDEN_SYS[$layer]})" "$file" | head -1)"
+        bad=1
+    fi
+    while IFS= read -r line; do
+        name=${line#*rlimitd/}
+        name=${name%%.h*}
+        owner=${HEADER_LAYER[$name]:-}
+        if [[ -z "$owner" ]]; then
+            violation "$file: rlimitd/$name.h has no layer in tests/layering.sh HEADER_LAYER"
+            bad=1
+        elif [[ "$allowed" != *" $owner "* ]]; then
+            violation "$file ($layer) includes rlimitd/$name.h of layer $owner"
+            bad=1
+        elif [[ " ${PURE_DENY[$layer]:-} " == *" $name "* ]]; then
+            violation "$file ($layer) includes rlimitd/$name.h: this layer does no I/O and reads no configuration"
+            bad=1
+        elif [[ " ${HEADER_DENY[$layer]:-} " == *" $name "* ]]; then
+            violation "$file ($layer) includes rlimitd/$name.h"
+            bad=1
+        fi
+    done < <(grep -oE '^#include "rlimitd/[a-z_]+\.h"' "$file" || true)
+    # A local header ("x.h" without rlimitd/) must live in the same folder.
+    while IFS= read -r line; do
+        name=${line#\#include \"}
+        name=${name%\"}
+        if [[ "$name" != rlimitd_version.h && ! -f "$(dirname "$file")/$name" ]]; then
+            violation "$file ($layer) includes \"$name\" from another folder"
+            bad=1
+        fi
+    done < <(grep -oE '^#include "[a-z_]+\.h"' "$file" || true)
+    ((bad == 0)) && pass=$((pass + 1))
+    return 0
+}
+
 # The busy-poll policy takes its times as arguments, so that it is tested on a simulated loop.
-check busypoll.c 'uv\.h|hiredis|time\.h|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats|keyspace|clock|hash|util|gcra|swlog|isallowed)\.h|server_internal\.h' \
-    "busypoll.c is pure bookkeeping: no libuv, no clock, nothing but busypoll.h"
-# The Redis module links only rlimit_limiter: Redis is its keyspace, network and persistence.
-for f in module/*.c; do
-    check "$f" 'uv\.h|hiredis|xxhash|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats|keyspace|clock|hash)\.h|cmd_internal\.h|server_internal\.h|slowlog\.h' \
-        "the module may use only the limiter (gcra, swlog, isallowed, util) and the module API"
+if grep -nE '^#include' net/busypoll.c | grep -vE 'rlimitd/busypoll\.h|<std(int|def|bool)\.h>' | grep -q .; then
+    violation "net/busypoll.c is pure bookkeeping: nothing but busypoll.h and std headers"
+else
+    pass=$((pass + 1))
+fi
+
+for layer in base limiter store proto cmd persist net module; do
+    shopt -s nullglob
+    files=("$layer"/*.c "$layer"/*.h)
+    shopt -u nullglob
+    if ((${#files[@]} == 0)); then
+        violation "src/$layer has no source files: the layer map in this script is out of date"
+        continue
+    fi
+    for f in "${files[@]}"; do
+        check_file "$f" "$layer"
+    done
 done
+check_file main.c main
+for h in ../include/rlimitd/*.h; do
+    name=$(basename "$h" .h)
+    if [[ -z "${HEADER_LAYER[$name]:-}" ]]; then
+        violation "include/rlimitd/$name.h has no layer in HEADER_LAYER"
+    else
+        check_file "$h" "${HEADER_LAYER[$name]}"
+    fi
+done
+# Every source file lives in a layer folder (or is main.c).
+while IFS= read -r f; do
+    violation "$f is outside the layer folders"
+done < <(find . -maxdepth 1 -name '*.[ch]' ! -name main.c)
+
 echo "layering: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]

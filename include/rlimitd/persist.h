@@ -17,7 +17,7 @@
 
 #include "rlimitd/conf.h"
 #include "rlimitd/keyspace.h"
-#include "rlimitd/reply.h"
+#include "rlimitd/buf.h"
 
 struct persist;
 

@@ -1,22 +1,12 @@
-/* reply.h - RESP2 replies appended to a growable buffer. Allocation happens only when the buffer
- * grows, so a warm connection formats replies without malloc. Allocation failure aborts. */
+/* reply.h - RESP2 replies appended to a growable buffer (buf.h): a warm connection formats
+ * replies without malloc. */
 #ifndef RLIMITD_REPLY_H
 #define RLIMITD_REPLY_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-struct rbuf {
-    char *p;
-    size_t len;
-    size_t cap;
-};
-
-void rbuf_init(struct rbuf *b);
-void rbuf_free(struct rbuf *b);
-/* Ensures room for n more bytes and returns a pointer to them (caller then bumps b->len). */
-char *rbuf_reserve(struct rbuf *b, size_t n);
-void rbuf_append(struct rbuf *b, const void *p, size_t n);
+#include "rlimitd/buf.h"
 
 void reply_ok(struct rbuf *b);                     /* +OK */
 void reply_simple(struct rbuf *b, const char *s);  /* +s */

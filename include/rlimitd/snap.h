@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "rlimitd/keyspace.h"
-#include "rlimitd/reply.h"
+#include "rlimitd/buf.h"
 
 #define SNAP_MAGIC "RLIMSNAP"
 #define SNAP_VERSION 1u

@@ -8,59 +8,12 @@
 
 #include "rlimitd/util.h"
 
-void rbuf_init(struct rbuf *b)
-{
-    b->p = NULL;
-    b->len = 0;
-    b->cap = 0;
-}
-
-void rbuf_free(struct rbuf *b)
-{
-    free(b->p);
-    rbuf_init(b);
-}
-
-char *rbuf_reserve(struct rbuf *b, size_t n)
-{
-    if (b->cap - b->len < n) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->len < n)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            fprintf(stderr, "rlimitd: out of memory growing a reply buffer to %zu\n", cap);
-            abort();
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    return b->p + b->len;
-}
-
-/* rbuf_reserve for the hot path: a warm buffer has room, so only compare; growing stays out of
- * line. */
-static inline char *reserve(struct rbuf *b, size_t n)
-{
-    if (__builtin_expect(b->cap - b->len >= n, 1))
-        return b->p + b->len;
-    return rbuf_reserve(b, n);
-}
-
-void rbuf_append(struct rbuf *b, const void *p, size_t n)
-{
-    if (n == 0)
-        return; /* p may be NULL then (an empty rbuf), and memcpy must not see it */
-    memcpy(reserve(b, n), p, n);
-    b->len += n;
-}
-
 /* "<prefix><integer>\r\n", the shape of :n, *n and $n headers. Most integers a limiter sends
  * are small (CL.THROTTLE's limit, remaining and seconds, -1 for "no retry", array and bulk
  * lengths): those are written without the general formatter's loop. */
 static void prefixed_int(struct rbuf *b, char prefix, int64_t v)
 {
-    char *p = reserve(b, 24);
+    char *p = rbuf_room(b, 24);
     size_t n;
 
     p[0] = prefix;
@@ -106,7 +59,7 @@ void reply_simple(struct rbuf *b, const char *s)
 void reply_error(struct rbuf *b, const char *msg)
 {
     size_t n = strlen(msg);
-    char *p = reserve(b, n + 3);
+    char *p = rbuf_room(b, n + 3);
     p[0] = '-';
     /* A CR or LF inside an error would end the line early and desync the client. */
     for (size_t i = 0; i < n; i++)
@@ -139,7 +92,7 @@ void reply_int(struct rbuf *b, int64_t v)
 void reply_bulk(struct rbuf *b, const char *p, size_t n)
 {
     prefixed_int(b, '$', (int64_t)n);
-    char *d = reserve(b, n + 2);
+    char *d = rbuf_room(b, n + 2);
     memcpy(d, p, n);
     d[n] = '\r';
     d[n + 1] = '\n';
