@@ -16,92 +16,30 @@
 #include "rlimitd/util.h"
 #include "slowlog.h"
 
-/* The table, in COMMAND's order. Arity, flags, key positions and ACL categories are Redis 7's
- * for the commands Redis has, so cluster-aware clients route by them (SPEC 4). */
-static const struct cmd_def commands[] = {
-    {"cl.throttle", -5, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write fast", cmd_throttle},
-    {"isallowed", 5, CMD_WRITE | CMD_DENYOOM | CMD_FAST | CMD_KEYDERIVED, 1, 1, 1, "write fast",
-     cmd_isallowed},
-    {"get", 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "read string fast", cmd_get},
-    {"set", -3, CMD_WRITE | CMD_DENYOOM, 1, 1, 1, "write string slow", cmd_set},
-    {"incr", 2, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_incr},
-    {"incrby", 3, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_incrby},
-    {"decr", 2, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_decr},
-    {"decrby", 3, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_decrby},
-    {"exists", -2, CMD_READONLY | CMD_FAST, 1, -1, 1, "keyspace read fast", cmd_exists},
-    {"del", -2, CMD_WRITE, 1, -1, 1, "keyspace write slow", cmd_del},
-    {"unlink", -2, CMD_WRITE | CMD_FAST, 1, -1, 1, "keyspace write fast", cmd_del},
-    {"type", 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "keyspace read fast", cmd_type},
-    {"ttl", 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "keyspace read fast", cmd_ttl},
-    {"pttl", 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "keyspace read fast", cmd_pttl},
-    {"expire", -3, CMD_WRITE | CMD_FAST, 1, 1, 1, "keyspace write fast", cmd_expire},
-    {"pexpire", -3, CMD_WRITE | CMD_FAST, 1, 1, 1, "keyspace write fast", cmd_pexpire},
-    {"persist", 2, CMD_WRITE | CMD_FAST, 1, 1, 1, "keyspace write fast", cmd_persist},
-    {"scan", -2, CMD_READONLY | CMD_ALLSHARDS, 0, 0, 0, "keyspace read slow", cmd_scan},
-    {"dbsize", 1, CMD_READONLY | CMD_FAST | CMD_ALLSHARDS, 0, 0, 0, "keyspace read fast",
-     cmd_dbsize},
-    {"flushall", -1, CMD_WRITE | CMD_ALLSHARDS, 0, 0, 0, "keyspace write slow dangerous",
-     cmd_flushall},
-    {"flushdb", -1, CMD_WRITE | CMD_ALLSHARDS, 0, 0, 0, "keyspace write slow dangerous",
-     cmd_flushall},
-    {"ping", -1, CMD_FAST, 0, 0, 0, "fast connection", cmd_ping},
-    {"echo", 2, CMD_FAST, 0, 0, 0, "fast connection", cmd_echo},
-    {"quit", -1, CMD_NOAUTH | CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0,
-     0, 0, "fast connection", cmd_quit},
-    {"reset", 1, CMD_NOAUTH | CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0,
-     0, 0, "fast connection", cmd_reset},
-    {"hello", -1, CMD_NOAUTH | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
-     "fast connection", cmd_hello},
-    {"auth", -2, CMD_NOAUTH | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
-     "fast connection", cmd_auth},
-    {"select", 2, CMD_FAST | CMD_LOADING | CMD_STALE, 0, 0, 0, "fast connection", cmd_select},
-    {"client", -2, CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0, "slow connection",
-     cmd_client},
-    {"time", 1, CMD_FAST | CMD_LOADING | CMD_STALE, 0, 0, 0, "fast", cmd_time},
-    {"config", -2, CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
-     "admin slow dangerous", cmd_config},
-    {"shutdown", -1, CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT | CMD_NO_MULTI, 0, 0, 0,
-     "admin slow dangerous", cmd_shutdown},
-    {"save", 1, CMD_ADMIN | CMD_NOSCRIPT | CMD_NO_MULTI, 0, 0, 0, "admin slow dangerous",
-     cmd_save},
-    {"bgsave", -1, CMD_ADMIN | CMD_NOSCRIPT, 0, 0, 0, "admin slow dangerous", cmd_bgsave},
-    {"lastsave", 1, CMD_FAST | CMD_LOADING | CMD_STALE, 0, 0, 0, "fast dangerous", cmd_lastsave},
-    {"slowlog", -2, CMD_ADMIN | CMD_LOADING | CMD_STALE, 0, 0, 0, "admin slow dangerous",
-     cmd_slowlog},
-    {"latency", -2, CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
-     "admin slow dangerous", cmd_latency},
-    {"info", -1, CMD_LOADING | CMD_STALE, 0, 0, 0, "slow dangerous", cmd_info},
-    {"command", -1, CMD_LOADING | CMD_STALE, 0, 0, 0, "slow connection", cmd_command},
-    {"multi", 1, CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
-     "fast transaction", cmd_multi},
-    {"exec", 1, CMD_NOQUEUE | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
-     "slow transaction", cmd_exec},
-    {"discard", 1, CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
-     "fast transaction", cmd_discard},
-};
+/* ---- the table ---- */
 
-#define NCOMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
-_Static_assert(sizeof(commands) / sizeof(commands[0]) <= STATS_MAX_CMDS, "stats table too small");
+/* The areas' tables joined, in CMD_AREAS order: an index into it is the command's number for
+ * INFO commandstats (stats.h). Built once, before the first lookup. */
+static struct cmd_def commands[STATS_MAX_CMDS];
+static int ncommands;
 
-const struct cmd_def *cmd_table(int *n)
+static void join_areas(void)
 {
-    *n = NCOMMANDS;
-    return commands;
-}
-
-int cmd_count(void)
-{
-    return NCOMMANDS;
-}
-
-const char *cmd_name(int idx)
-{
-    return idx >= 0 && idx < NCOMMANDS ? commands[idx].name : NULL;
+#define CMD_JOIN_AREA(a)                                                                          \
+    for (int i = 0; i < cmd_##a##_count; i++) {                                                   \
+        if (ncommands == STATS_MAX_CMDS) {                                                        \
+            fprintf(stderr, "rlimitd: more commands than STATS_MAX_CMDS (%d)\n", STATS_MAX_CMDS); \
+            abort();                                                                              \
+        }                                                                                         \
+        commands[ncommands++] = cmd_##a##_table[i];                                               \
+    }
+    CMD_AREAS(CMD_JOIN_AREA)
+#undef CMD_JOIN_AREA
 }
 
 /* Lookup: command names are short; an open-addressing table over a case-folded hash, built
  * once, answers in one or two probes. */
-#define LOOKUP_SLOTS 256
+#define LOOKUP_SLOTS 512
 static int lookup_slot[LOOKUP_SLOTS];
 static pthread_once_t lookup_once = PTHREAD_ONCE_INIT;
 
@@ -119,9 +57,10 @@ static uint32_t name_hash(const char *s, size_t len)
 
 static void build_lookup(void)
 {
+    join_areas();
     for (int i = 0; i < LOOKUP_SLOTS; i++)
         lookup_slot[i] = -1;
-    for (int i = 0; i < NCOMMANDS; i++) {
+    for (int i = 0; i < ncommands; i++) {
         uint32_t h = name_hash(commands[i].name, strlen(commands[i].name));
         while (lookup_slot[h % LOOKUP_SLOTS] != -1)
             h++;
@@ -139,6 +78,25 @@ static int lookup(const char *name, size_t len)
         if (util_eq_nocase(name, len, commands[i].name))
             return i;
     }
+}
+
+const struct cmd_def *cmd_table(int *n)
+{
+    pthread_once(&lookup_once, build_lookup);
+    *n = ncommands;
+    return commands;
+}
+
+int cmd_count(void)
+{
+    pthread_once(&lookup_once, build_lookup);
+    return ncommands;
+}
+
+const char *cmd_name(int idx)
+{
+    pthread_once(&lookup_once, build_lookup);
+    return idx >= 0 && idx < ncommands ? commands[idx].name : NULL;
 }
 
 /* ---- helpers shared by handlers ---- */
@@ -526,7 +484,7 @@ static void queue(struct session *s, int idx, int argc, char **argv, const size_
     }
 }
 
-void cmd_multi(struct cmd_ctx *x)
+static void cmd_multi(struct cmd_ctx *x)
 {
     if (x->s->flags & SESSION_IN_MULTI) {
         reply_error(x->out, "ERR MULTI calls can not be nested");
@@ -540,7 +498,7 @@ void cmd_multi(struct cmd_ctx *x)
     reply_ok(x->out);
 }
 
-void cmd_discard(struct cmd_ctx *x)
+static void cmd_discard(struct cmd_ctx *x)
 {
     if (!(x->s->flags & SESSION_IN_MULTI)) {
         reply_error(x->out, "ERR DISCARD without MULTI");
@@ -550,7 +508,7 @@ void cmd_discard(struct cmd_ctx *x)
     reply_ok(x->out);
 }
 
-void cmd_exec(struct cmd_ctx *x)
+static void cmd_exec(struct cmd_ctx *x)
 {
     struct session *s = x->s;
     if (!(s->flags & SESSION_IN_MULTI)) {
@@ -632,3 +590,22 @@ void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
     }
     run(env, s, idx, argc, argv, lens, out, now, 0);
 }
+
+/* ---- the transaction commands ---- */
+
+const struct cmd_def cmd_tx_table[] = {
+    {"multi", 1, CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "fast transaction", cmd_multi,
+     {.summary = "Starts a transaction", .since = "1.2.0", .group = "transactions",
+      .complexity = "O(1)", .extra = CMD_SHOW_ALLOW_BUSY}},
+    {"exec", 1, CMD_NOQUEUE | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "slow transaction", cmd_exec,
+     {.summary = "Runs the commands queued since MULTI", .since = "1.2.0", .group = "transactions",
+      .complexity = "Depends on the queued commands", .extra = CMD_SHOW_SKIP_SLOWLOG}},
+    {"discard", 1, CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "fast transaction", cmd_discard,
+     {.summary = "Discards the commands queued since MULTI", .since = "2.0.0",
+      .group = "transactions", .complexity = "O(N) where N is the number of queued commands",
+      .extra = CMD_SHOW_ALLOW_BUSY}},
+};
+const int cmd_tx_count = (int)(sizeof(cmd_tx_table) / sizeof(cmd_tx_table[0]));

@@ -14,163 +14,19 @@
  *     (Redis puts an optional "notes", text first),
  *   subcommands (empty: rlimitd lists its container commands as single entries).
  *
- * The dispatcher's table (cmd.c) gives name, arity, flags, key positions and categories. What
- * only COMMAND needs - key-spec flags, tips and the DOCS text - lives in `meta` below, matched
- * by name, so cmd.c stays the one list of commands. A command without a meta row still gets a
- * well-formed entry (flags derived from CMD_WRITE/CMD_READONLY) and a minimal DOCS map. */
+ * Everything comes from the command's one row (cmd_internal.h, struct cmd_def): name, arity,
+ * flags, key positions and categories for COMMAND, and its `doc` for key-spec flags, tips and
+ * COMMAND DOCS. */
 #include "cmd_internal.h"
 
 #include <string.h>
 
 #include "rlimitd/util.h"
 
-/* ---- what only COMMAND needs ---- */
-
-struct cmd_meta {
-    const char *name;
-    /* Key-spec flags as Redis 7.0 shows them for the same command, space separated in Redis's
-     * order (RO RW OW RM access update insert delete ...). NULL: derived from the row's flags. */
-    const char *keyflags;
-    /* GETKEYSANDFLAGS: Redis resolves "variable_flags" from the arguments; rlimitd's SET has no
-     * GET option, so its key is always overwritten. NULL: same as keyflags. */
-    const char *resolved;
-    const char *notes; /* key-spec notes, NULL for none */
-    const char *tips;  /* space separated, NULL for none */
-    /* COMMAND DOCS. args is a compact argument list, see emit_args. */
-    const char *summary, *since, *group, *complexity, *args;
-    unsigned extra; /* FLAG_* below */
-};
-
-/* Redis flags without a CMD_* bit, because nothing in rlimitd acts on them. They are shown
- * where Redis shows them and they hold for rlimitd as well: no script can ever be busy, and
- * EXEC is never recorded in the slow log (its queued commands are). */
-#define FLAG_SKIP_SLOWLOG 0x40000000u
-#define FLAG_ALLOW_BUSY 0x80000000u
-_Static_assert(((FLAG_SKIP_SLOWLOG | FLAG_ALLOW_BUSY) & 0xffffu) == 0, "clash with CMD_* bits");
-
-/* Arguments: items separated by spaces. An item is [?][*]name[:type][=TOKEN][(...)|{...}]:
- * ? optional, * multiple; a token without a type is a pure token; (...) a oneof and {...} a
- * block of nested items. Types are Redis's: key, string, integer, double, pattern, unix-time. */
-static const struct cmd_meta meta[] = {
-    {"cl.throttle", "RW access update", NULL, NULL, NULL,
-     "Applies a GCRA rate limit to a key and answers whether the action is allowed, with the "
-     "limit, remaining quota, retry and reset times",
-     "0.1.0", "generic", "O(1)",
-     "key:key max_burst:integer count:integer period:integer ?quantity:integer", 0},
-    {"isallowed", "RW access update", NULL,
-     "The state key is hist:{user}:action; the user is its hash tag, so route by it", NULL,
-     "Records an attempt in a sliding-window log and answers whether it is within the limit",
-     "0.1.0", "generic", "O(1) amortized",
-     "user:key action:string period:integer max_count:integer", 0},
-    {"get", "RO access", NULL, NULL, NULL, "Returns the string value of a key", "1.0.0", "string",
-     "O(1)", "key:key", 0},
-    {"set", "RW access update variable_flags", "OW update", NULL, NULL,
-     "Sets the string value of a key, with an optional expiry and existence condition", "1.0.0",
-     "string", "O(1)",
-     "key:key value:string ?condition(nx=NX xx=XX) ?expiration(seconds:integer=EX "
-     "milliseconds:integer=PX unix-time-seconds:unix-time=EXAT "
-     "unix-time-milliseconds:unix-time=PXAT keepttl=KEEPTTL)",
-     0},
-    {"incr", "RW access update", NULL, NULL, NULL, "Adds one to the integer value of a key",
-     "1.0.0", "string", "O(1)", "key:key", 0},
-    {"incrby", "RW access update", NULL, NULL, NULL, "Adds an amount to the integer value of a key",
-     "1.0.0", "string", "O(1)", "key:key increment:integer", 0},
-    {"decr", "RW access update", NULL, NULL, NULL, "Subtracts one from the integer value of a key",
-     "1.0.0", "string", "O(1)", "key:key", 0},
-    {"decrby", "RW access update", NULL, NULL, NULL,
-     "Subtracts an amount from the integer value of a key", "1.0.0", "string", "O(1)",
-     "key:key decrement:integer", 0},
-    {"exists", "RO", NULL, NULL, "request_policy:multi_shard response_policy:agg_sum",
-     "Counts how many of the given keys exist", "1.0.0", "generic",
-     "O(N) where N is the number of keys", "*key:key", 0},
-    {"del", "RM delete", NULL, NULL, "request_policy:multi_shard response_policy:agg_sum",
-     "Deletes keys", "1.0.0", "generic", "O(N) where N is the number of keys", "*key:key", 0},
-    {"unlink", "RM delete", NULL, NULL, "request_policy:multi_shard response_policy:agg_sum",
-     "Deletes keys", "4.0.0", "generic", "O(N) where N is the number of keys", "*key:key", 0},
-    {"type", "RO", NULL, NULL, NULL, "Returns the type of the value stored at a key", "1.0.0",
-     "generic", "O(1)", "key:key", 0},
-    {"ttl", "RO access", NULL, NULL, "nondeterministic_output",
-     "Returns the time to live of a key in seconds", "1.0.0", "generic", "O(1)", "key:key", 0},
-    {"pttl", "RO access", NULL, NULL, "nondeterministic_output",
-     "Returns the time to live of a key in milliseconds", "2.6.0", "generic", "O(1)", "key:key", 0},
-    {"expire", "RW update", NULL, NULL, NULL, "Sets the time to live of a key in seconds", "1.0.0",
-     "generic", "O(1)", "key:key seconds:integer ?condition(nx=NX xx=XX gt=GT lt=LT)", 0},
-    {"pexpire", "RW update", NULL, NULL, NULL, "Sets the time to live of a key in milliseconds",
-     "2.6.0", "generic", "O(1)", "key:key milliseconds:integer ?condition(nx=NX xx=XX gt=GT lt=LT)",
-     0},
-    {"persist", "RW update", NULL, NULL, NULL, "Removes the expiry of a key", "2.2.0", "generic",
-     "O(1)", "key:key", 0},
-    {"scan", NULL, NULL, NULL, "nondeterministic_output request_policy:special",
-     "Iterates over the key space", "2.8.0", "generic",
-     "O(1) for every call. O(N) for a complete iteration",
-     "cursor:integer ?pattern:pattern=MATCH ?count:integer=COUNT ?type:string=TYPE", 0},
-    {"dbsize", NULL, NULL, NULL, "request_policy:all_shards response_policy:agg_sum",
-     "Returns the number of keys", "1.0.0", "server", "O(1)", NULL, 0},
-    {"flushall", NULL, NULL, NULL, "request_policy:all_shards response_policy:all_succeeded",
-     "Removes every key", "1.0.0", "server", "O(N) where N is the number of keys",
-     "?async(async=ASYNC sync=SYNC)", 0},
-    {"flushdb", NULL, NULL, NULL, "request_policy:all_shards response_policy:all_succeeded",
-     "Removes every key (rlimitd has one database)", "1.0.0", "server",
-     "O(N) where N is the number of keys", "?async(async=ASYNC sync=SYNC)", 0},
-    {"ping", NULL, NULL, NULL, "request_policy:all_shards response_policy:all_succeeded",
-     "Answers PONG, or echoes a message", "1.0.0", "connection", "O(1)", "?message:string", 0},
-    {"echo", NULL, NULL, NULL, NULL, "Returns the given string", "1.0.0", "connection", "O(1)",
-     "message:string", 0},
-    {"quit", NULL, NULL, NULL, NULL, "Closes the connection after the reply", "1.0.0", "connection",
-     "O(1)", NULL, FLAG_ALLOW_BUSY},
-    {"reset", NULL, NULL, NULL, NULL, "Resets the connection to its initial state", "6.2.0",
-     "connection", "O(1)", NULL, FLAG_ALLOW_BUSY},
-    {"hello", NULL, NULL, NULL, NULL, "Handshakes with the server (RESP2 only)", "6.0.0",
-     "connection", "O(1)",
-     "?arguments{protover:integer ?username_password{username:string password:string}=AUTH "
-     "?clientname:string=SETNAME}",
-     FLAG_ALLOW_BUSY},
-    {"auth", NULL, NULL, NULL, NULL, "Authenticates the connection", "1.0.0", "connection", "O(1)",
-     "?username:string password:string", FLAG_ALLOW_BUSY},
-    {"select", NULL, NULL, NULL, NULL, "Selects the database (only 0 exists)", "1.0.0",
-     "connection", "O(1)", "index:integer", 0},
-    {"client", NULL, NULL, NULL, NULL, "A container for connection commands", "2.4.0", "connection",
-     "Depends on subcommand.", NULL, 0},
-    {"time", NULL, NULL, NULL, "nondeterministic_output", "Returns the server time", "2.6.0",
-     "server", "O(1)", NULL, 0},
-    {"config", NULL, NULL, NULL, NULL, "A container for configuration commands", "2.0.0", "server",
-     "Depends on subcommand.", NULL, 0},
-    {"shutdown", NULL, NULL, NULL, NULL, "Saves the state and stops the server", "1.0.0", "server",
-     "O(N) when saving, where N is the number of keys",
-     "?nosave_save(nosave=NOSAVE save=SAVE) ?now=NOW ?force=FORCE", FLAG_ALLOW_BUSY},
-    {"save", NULL, NULL, NULL, NULL, "Writes a snapshot and waits for it", "1.0.0", "server",
-     "O(N) where N is the number of keys", NULL, 0},
-    {"bgsave", NULL, NULL, NULL, NULL, "Writes a snapshot in the background", "1.0.0", "server",
-     "O(N) where N is the number of keys", "?schedule=SCHEDULE", 0},
-    {"lastsave", NULL, NULL, NULL, "nondeterministic_output",
-     "Returns the Unix time of the last successful snapshot", "1.0.0", "server", "O(1)", NULL, 0},
-    {"slowlog", NULL, NULL, NULL, NULL, "A container for slow log commands", "2.2.12", "server",
-     "Depends on subcommand.", NULL, 0},
-    {"latency", NULL, NULL, NULL, NULL, "A container for latency commands", "2.8.13", "server",
-     "Depends on subcommand.", NULL, 0},
-    {"info", NULL, NULL, NULL,
-     "nondeterministic_output request_policy:all_shards response_policy:special",
-     "Returns information and statistics about the server", "1.0.0", "server", "O(1)",
-     "?*section:string", 0},
-    {"command", NULL, NULL, NULL, "nondeterministic_output_order",
-     "Returns details about the commands", "2.8.13", "server",
-     "O(N) where N is the number of commands", NULL, 0},
-    {"multi", NULL, NULL, NULL, NULL, "Starts a transaction", "1.2.0", "transactions", "O(1)", NULL,
-     FLAG_ALLOW_BUSY},
-    {"exec", NULL, NULL, NULL, NULL, "Runs the commands queued since MULTI", "1.2.0",
-     "transactions", "Depends on the queued commands", NULL, FLAG_SKIP_SLOWLOG},
-    {"discard", NULL, NULL, NULL, NULL, "Discards the commands queued since MULTI", "2.0.0",
-     "transactions", "O(N) where N is the number of queued commands", NULL, FLAG_ALLOW_BUSY},
-};
-
-#define NMETA ((int)(sizeof(meta) / sizeof(meta[0])))
-
-static const struct cmd_meta *meta_of(const char *name)
+/* A row without a summary still gets a well-formed COMMAND entry and a minimal DOCS map. */
+static const struct cmd_docs *docs_of(const struct cmd_def *d)
 {
-    for (int i = 0; i < NMETA; i++)
-        if (strcmp(meta[i].name, name) == 0)
-            return &meta[i];
-    return NULL;
+    return d->doc.summary != NULL ? &d->doc : NULL;
 }
 
 static const struct cmd_def *find_cmd(const char *name, size_t len)
@@ -232,8 +88,8 @@ static const struct {
 } flag_names[] = {
     {CMD_WRITE, "write"},    {CMD_READONLY, "readonly"},          {CMD_DENYOOM, "denyoom"},
     {CMD_ADMIN, "admin"},    {CMD_NOSCRIPT, "noscript"},          {CMD_LOADING, "loading"},
-    {CMD_STALE, "stale"},    {FLAG_SKIP_SLOWLOG, "skip_slowlog"}, {CMD_FAST, "fast"},
-    {CMD_NOAUTH, "no_auth"}, {CMD_NO_MULTI, "no_multi"},         {FLAG_ALLOW_BUSY, "allow_busy"},
+    {CMD_STALE, "stale"},    {CMD_SHOW_SKIP_SLOWLOG, "skip_slowlog"}, {CMD_FAST, "fast"},
+    {CMD_NOAUTH, "no_auth"}, {CMD_NO_MULTI, "no_multi"},         {CMD_SHOW_ALLOW_BUSY, "allow_busy"},
 };
 
 #define NFLAGS ((int)(sizeof(flag_names) / sizeof(flag_names[0])))
@@ -313,7 +169,7 @@ static void reply_acl(struct rbuf *out, const char *acl)
         reply_simple(out, "@unknown");
 }
 
-static const char *key_flags(const struct cmd_def *d, const struct cmd_meta *m)
+static const char *key_flags(const struct cmd_def *d, const struct cmd_docs *m)
 {
     if (m != NULL && m->keyflags != NULL)
         return m->keyflags;
@@ -326,7 +182,7 @@ static int64_t spec_lastkey(const struct cmd_def *d)
     return d->last_key < 0 ? d->last_key : d->last_key - d->first_key;
 }
 
-static void reply_keyspecs(struct rbuf *out, const struct cmd_def *d, const struct cmd_meta *m)
+static void reply_keyspecs(struct rbuf *out, const struct cmd_def *d, const struct cmd_docs *m)
 {
     if (d->first_key <= 0) {
         reply_array(out, 0);
@@ -365,7 +221,7 @@ static void reply_keyspecs(struct rbuf *out, const struct cmd_def *d, const stru
 
 static void reply_entry(struct rbuf *out, const struct cmd_def *d)
 {
-    const struct cmd_meta *m = meta_of(d->name);
+    const struct cmd_docs *m = docs_of(d);
     reply_array(out, 10);
     reply_bulk_cstr(out, d->name);
     reply_int(out, d->arity);
@@ -519,7 +375,7 @@ static void emit_args(struct rbuf *out, const char *p, const char *end)
 
 static void reply_docs(struct rbuf *out, const struct cmd_def *d)
 {
-    const struct cmd_meta *m = meta_of(d->name);
+    const struct cmd_docs *m = docs_of(d);
     reply_bulk_cstr(out, d->name);
     if (m == NULL) {
         /* A command added to cmd.c without a meta row: still a valid docs map. */
@@ -617,7 +473,7 @@ static void command_getkeys(struct cmd_ctx *x, int with_flags)
     if (last >= argc)
         last = argc - 1;
     int64_t n = last >= d->first_key ? (last - d->first_key) / d->step + 1 : 0;
-    const struct cmd_meta *m = meta_of(d->name);
+    const struct cmd_docs *m = docs_of(d);
     const char *flags = m != NULL && m->resolved != NULL ? m->resolved : key_flags(d, m);
     reply_array(x->out, n);
     for (int64_t i = 0; i < n; i++) {
@@ -705,7 +561,7 @@ static const char *const command_help[] = {
     NULL,
 };
 
-void cmd_command(struct cmd_ctx *x)
+static void cmd_command(struct cmd_ctx *x)
 {
     if (x->argc == 1) {
         int n;
@@ -746,3 +602,13 @@ void cmd_command(struct cmd_ctx *x)
         reply_subcmd_unknown(x, "COMMAND");
     }
 }
+
+/* ---- the table (cmd_internal.h "one row per command") ---- */
+
+const struct cmd_def cmd_command_table[] = {
+    {"command", -1, CMD_LOADING | CMD_STALE, 0, 0, 0, "slow connection", cmd_command,
+     {.summary = "Returns details about the commands", .since = "2.8.13", .group = "server",
+      .complexity = "O(N) where N is the number of commands",
+      .tips = "nondeterministic_output_order"}},
+};
+const int cmd_command_count = (int)(sizeof(cmd_command_table) / sizeof(cmd_command_table[0]));

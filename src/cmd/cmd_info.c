@@ -421,7 +421,7 @@ static unsigned pick(const char *arg, size_t len)
     return mask;
 }
 
-void cmd_info(struct cmd_ctx *x)
+static void cmd_info(struct cmd_ctx *x)
 {
     unsigned mask = 0;
     if (x->argc == 1)
@@ -444,3 +444,13 @@ void cmd_info(struct cmd_ctx *x)
     reply_bulk(x->out, b.p != NULL ? b.p : "", b.len);
     rbuf_free(&b);
 }
+
+/* ---- the table (cmd_internal.h "one row per command") ---- */
+
+const struct cmd_def cmd_info_table[] = {
+    {"info", -1, CMD_LOADING | CMD_STALE, 0, 0, 0, "slow dangerous", cmd_info,
+     {.summary = "Returns information and statistics about the server", .since = "1.0.0",
+      .group = "server", .complexity = "O(1)", .args = "?*section:string",
+      .tips = "nondeterministic_output request_policy:all_shards response_policy:special"}},
+};
+const int cmd_info_count = (int)(sizeof(cmd_info_table) / sizeof(cmd_info_table[0]));

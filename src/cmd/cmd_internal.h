@@ -40,6 +40,32 @@ struct cmd_ctx {
 
 typedef void (*cmd_fn)(struct cmd_ctx *x);
 
+/* Flags Redis shows in COMMAND that nothing in rlimitd acts on; they hold for rlimitd as well
+ * (EXEC is never in the slow log, its queued commands are; QUIT and the like run while busy). */
+#define CMD_SHOW_SKIP_SLOWLOG 0x40000000u
+#define CMD_SHOW_ALLOW_BUSY 0x80000000u
+
+/* What only COMMAND and COMMAND DOCS read. */
+struct cmd_docs {
+    const char *summary, *since, *group, *complexity;
+    /* A compact argument list for COMMAND DOCS: items separated by spaces, each
+     * [?][*]name[:type][=TOKEN][(...)|{...}]: ? optional, * multiple; a token without a type is a
+     * pure token; (...) a oneof and {...} a block of nested items. Types are Redis's: key,
+     * string, integer, double, pattern, unix-time. NULL: no arguments. */
+    const char *args;
+    /* Key-spec flags as Redis 7.0 shows them for the same command, space separated in Redis's
+     * order (RO RW OW RM access update insert delete ...). NULL: derived from the row's flags. */
+    const char *keyflags;
+    /* GETKEYSANDFLAGS: the flags Redis resolves "variable_flags" to. NULL: same as keyflags. */
+    const char *resolved;
+    const char *notes; /* key-spec notes, NULL for none */
+    const char *tips;  /* space separated, NULL for none */
+    unsigned extra;    /* CMD_SHOW_* */
+};
+
+/* One row per command: everything dispatch, COMMAND, COMMAND DOCS and INFO commandstats know of
+ * it. Each area file (cmd_limit.c, cmd_key.c, ...) ends with its table of rows, beside its
+ * static handlers; adding a command to an area is adding its handler and its row there. */
 struct cmd_def {
     const char *name;  /* lower case, as COMMAND shows it */
     int arity;         /* Redis convention: n exact, -n at least n */
@@ -47,8 +73,18 @@ struct cmd_def {
     int first_key, last_key, step; /* Redis key positions; last -1 = the last argument */
     const char *acl;   /* ACL categories for COMMAND, space separated, without '@' */
     cmd_fn fn;
+    struct cmd_docs doc;
 };
 
+/* The areas, in COMMAND's order; cmd.c joins their tables into one at the first lookup. */
+#define CMD_AREAS(X) X(limit) X(string) X(key) X(server) X(slowlog) X(info) X(command) X(tx)
+#define CMD_DECLARE_AREA(a)                                                                       \
+    extern const struct cmd_def cmd_##a##_table[];                                                \
+    extern const int cmd_##a##_count;
+CMD_AREAS(CMD_DECLARE_AREA)
+#undef CMD_DECLARE_AREA
+
+/* The joined table (n rows). */
 const struct cmd_def *cmd_table(int *n);
 
 /* Whole-keyspace handlers take shards through these, so that inside EXEC (all shards already
@@ -64,17 +100,6 @@ void reply_syntax_error(struct rbuf *out);
 /* Replies for KS_WRONGTYPE / KS_OOM / KS_NOTINT / KS_OVERFLOW. */
 void reply_ks_error(struct rbuf *out, int rc);
 
-
-/* Handlers. */
-#define HANDLERS(X)                                                                               \
-    X(throttle) X(isallowed) X(get) X(set) X(incr) X(incrby) X(decr) X(decrby) X(exists) X(del)   \
-    X(type) X(ttl) X(pttl) X(expire) X(pexpire) X(persist) X(scan) X(dbsize) X(flushall)          \
-    X(ping) X(echo) X(quit) X(reset) X(hello) X(auth) X(select) X(client) X(time) X(config)       \
-    X(shutdown) X(save) X(bgsave) X(lastsave) X(slowlog) X(latency) X(info) X(command) X(multi)   \
-    X(exec) X(discard)
-#define DECLARE_HANDLER(name) void cmd_##name(struct cmd_ctx *x);
-HANDLERS(DECLARE_HANDLER)
-#undef DECLARE_HANDLER
 
 /* MULTI queue (cmd.c). */
 void multi_discard(struct session *s);

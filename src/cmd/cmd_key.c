@@ -9,7 +9,7 @@
 #include "rlimitd/util.h"
 
 
-void cmd_exists(struct cmd_ctx *x)
+static void cmd_exists(struct cmd_ctx *x)
 {
     int64_t n = 0;
     for (int i = 0; i < x->nkeys; i++)
@@ -17,7 +17,7 @@ void cmd_exists(struct cmd_ctx *x)
     reply_int(x->out, n);
 }
 
-void cmd_del(struct cmd_ctx *x)
+static void cmd_del(struct cmd_ctx *x)
 {
     int64_t n = 0;
     for (int i = 0; i < x->nkeys; i++)
@@ -25,7 +25,7 @@ void cmd_del(struct cmd_ctx *x)
     reply_int(x->out, n);
 }
 
-void cmd_type(struct cmd_ctx *x)
+static void cmd_type(struct cmd_ctx *x)
 {
     reply_simple(x->out, ks_type_name(ks_get(x->env->ks, &x->keys[0], x->now, NULL)));
 }
@@ -37,12 +37,12 @@ static int64_t pttl_ms(struct cmd_ctx *x)
     return ns < 0 ? ns : (ns + CLOCK_NS_PER_MS - 1) / CLOCK_NS_PER_MS;
 }
 
-void cmd_pttl(struct cmd_ctx *x)
+static void cmd_pttl(struct cmd_ctx *x)
 {
     reply_int(x->out, pttl_ms(x));
 }
 
-void cmd_ttl(struct cmd_ctx *x)
+static void cmd_ttl(struct cmd_ctx *x)
 {
     int64_t ms = pttl_ms(x);
     /* Redis rounds TTL to the nearest second. */
@@ -85,27 +85,27 @@ static void expire_generic(struct cmd_ctx *x, int64_t unit_ns, const char *name)
     reply_int(x->out, ks_expire(x->env->ks, &x->keys[0], x->now, at, flags));
 }
 
-void cmd_expire(struct cmd_ctx *x)
+static void cmd_expire(struct cmd_ctx *x)
 {
     expire_generic(x, CLOCK_NS_PER_SEC, "expire");
 }
 
-void cmd_pexpire(struct cmd_ctx *x)
+static void cmd_pexpire(struct cmd_ctx *x)
 {
     expire_generic(x, CLOCK_NS_PER_MS, "pexpire");
 }
 
-void cmd_persist(struct cmd_ctx *x)
+static void cmd_persist(struct cmd_ctx *x)
 {
     reply_int(x->out, ks_persist(x->env->ks, &x->keys[0], x->now));
 }
 
-void cmd_dbsize(struct cmd_ctx *x)
+static void cmd_dbsize(struct cmd_ctx *x)
 {
     reply_int(x->out, (int64_t)ks_key_count(x->env->ks));
 }
 
-void cmd_flushall(struct cmd_ctx *x)
+static void cmd_flushall(struct cmd_ctx *x)
 {
     if (x->argc > 2 || (x->argc == 2 && !arg_is(x, 1, "ASYNC") && !arg_is(x, 1, "SYNC"))) {
         reply_syntax_error(x->out);
@@ -158,7 +158,7 @@ static int parse_cursor(const char *s, size_t len, uint64_t *out)
 
 /* The cursor packs the shard in its low bits and that shard's reverse-binary bucket cursor
  * above them; 0 starts and ends, as in Redis. */
-void cmd_scan(struct cmd_ctx *x)
+static void cmd_scan(struct cmd_ctx *x)
 {
     uint64_t cursor;
     if (parse_cursor(x->argv[1], x->lens[1], &cursor) != 0) {
@@ -223,3 +223,64 @@ void cmd_scan(struct cmd_ctx *x)
     rbuf_append(x->out, st.keys.p, st.keys.len);
     rbuf_free(&st.keys);
 }
+
+/* ---- the table (cmd_internal.h "one row per command") ---- */
+
+const struct cmd_def cmd_key_table[] = {
+    {"exists", -2, CMD_READONLY | CMD_FAST, 1, -1, 1, "keyspace read fast", cmd_exists,
+     {.summary = "Counts how many of the given keys exist", .since = "1.0.0", .group = "generic",
+      .complexity = "O(N) where N is the number of keys", .args = "*key:key", .keyflags = "RO",
+      .tips = "request_policy:multi_shard response_policy:agg_sum"}},
+    {"del", -2, CMD_WRITE, 1, -1, 1, "keyspace write slow", cmd_del,
+     {.summary = "Deletes keys", .since = "1.0.0", .group = "generic",
+      .complexity = "O(N) where N is the number of keys", .args = "*key:key",
+      .keyflags = "RM delete", .tips = "request_policy:multi_shard response_policy:agg_sum"}},
+    {"unlink", -2, CMD_WRITE | CMD_FAST, 1, -1, 1, "keyspace write fast", cmd_del,
+     {.summary = "Deletes keys", .since = "4.0.0", .group = "generic",
+      .complexity = "O(N) where N is the number of keys", .args = "*key:key",
+      .keyflags = "RM delete", .tips = "request_policy:multi_shard response_policy:agg_sum"}},
+    {"type", 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "keyspace read fast", cmd_type,
+     {.summary = "Returns the type of the value stored at a key", .since = "1.0.0",
+      .group = "generic", .complexity = "O(1)", .args = "key:key", .keyflags = "RO"}},
+    {"ttl", 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "keyspace read fast", cmd_ttl,
+     {.summary = "Returns the time to live of a key in seconds", .since = "1.0.0",
+      .group = "generic", .complexity = "O(1)", .args = "key:key", .keyflags = "RO access",
+      .tips = "nondeterministic_output"}},
+    {"pttl", 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "keyspace read fast", cmd_pttl,
+     {.summary = "Returns the time to live of a key in milliseconds", .since = "2.6.0",
+      .group = "generic", .complexity = "O(1)", .args = "key:key", .keyflags = "RO access",
+      .tips = "nondeterministic_output"}},
+    {"expire", -3, CMD_WRITE | CMD_FAST, 1, 1, 1, "keyspace write fast", cmd_expire,
+     {.summary = "Sets the time to live of a key in seconds", .since = "1.0.0", .group = "generic",
+      .complexity = "O(1)", .args = "key:key seconds:integer ?condition(nx=NX xx=XX gt=GT lt=LT)",
+      .keyflags = "RW update"}},
+    {"pexpire", -3, CMD_WRITE | CMD_FAST, 1, 1, 1, "keyspace write fast", cmd_pexpire,
+     {.summary = "Sets the time to live of a key in milliseconds", .since = "2.6.0",
+      .group = "generic", .complexity = "O(1)",
+      .args = "key:key milliseconds:integer ?condition(nx=NX xx=XX gt=GT lt=LT)",
+      .keyflags = "RW update"}},
+    {"persist", 2, CMD_WRITE | CMD_FAST, 1, 1, 1, "keyspace write fast", cmd_persist,
+     {.summary = "Removes the expiry of a key", .since = "2.2.0", .group = "generic",
+      .complexity = "O(1)", .args = "key:key", .keyflags = "RW update"}},
+    {"scan", -2, CMD_READONLY | CMD_ALLSHARDS, 0, 0, 0, "keyspace read slow", cmd_scan,
+     {.summary = "Iterates over the key space", .since = "2.8.0", .group = "generic",
+      .complexity = "O(1) for every call. O(N) for a complete iteration",
+      .args = "cursor:integer ?pattern:pattern=MATCH ?count:integer=COUNT ?type:string=TYPE",
+      .tips = "nondeterministic_output request_policy:special"}},
+    {"dbsize", 1, CMD_READONLY | CMD_FAST | CMD_ALLSHARDS, 0, 0, 0,
+     "keyspace read fast", cmd_dbsize,
+     {.summary = "Returns the number of keys", .since = "1.0.0", .group = "server",
+      .complexity = "O(1)", .tips = "request_policy:all_shards response_policy:agg_sum"}},
+    {"flushall", -1, CMD_WRITE | CMD_ALLSHARDS, 0, 0, 0,
+     "keyspace write slow dangerous", cmd_flushall,
+     {.summary = "Removes every key", .since = "1.0.0", .group = "server",
+      .complexity = "O(N) where N is the number of keys", .args = "?async(async=ASYNC sync=SYNC)",
+      .tips = "request_policy:all_shards response_policy:all_succeeded"}},
+    {"flushdb", -1, CMD_WRITE | CMD_ALLSHARDS, 0, 0, 0,
+     "keyspace write slow dangerous", cmd_flushall,
+     {.summary = "Removes every key (rlimitd has one database)", .since = "1.0.0",
+      .group = "server", .complexity = "O(N) where N is the number of keys",
+      .args = "?async(async=ASYNC sync=SYNC)",
+      .tips = "request_policy:all_shards response_policy:all_succeeded"}},
+};
+const int cmd_key_count = (int)(sizeof(cmd_key_table) / sizeof(cmd_key_table[0]));

@@ -6,7 +6,7 @@
 #include "rlimitd/gcra.h"
 #include "rlimitd/isallowed.h"
 
-void cmd_throttle(struct cmd_ctx *x)
+static void cmd_throttle(struct cmd_ctx *x)
 {
     /* SPEC 2: arity 5 or 6 (the table says "at least 5"). */
     if (x->argc > 6) {
@@ -43,7 +43,7 @@ void cmd_throttle(struct cmd_ctx *x)
     reply_int(x->out, r.reset_after);
 }
 
-void cmd_isallowed(struct cmd_ctx *x)
+static void cmd_isallowed(struct cmd_ctx *x)
 {
     int64_t period, max_count;
     if (arg_i64(x, 3, &period) || arg_i64(x, 4, &max_count))
@@ -63,3 +63,22 @@ void cmd_isallowed(struct cmd_ctx *x)
     }
     reply_int(x->out, allowed);
 }
+
+/* ---- the table (cmd_internal.h "one row per command") ---- */
+
+const struct cmd_def cmd_limit_table[] = {
+    {"cl.throttle", -5, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write fast", cmd_throttle,
+     {.summary = "Applies a GCRA rate limit to a key and answers whether the action is allowed, "
+                 "with the limit, remaining quota, retry and reset times", .since = "0.1.0",
+      .group = "generic", .complexity = "O(1)",
+      .args = "key:key max_burst:integer count:integer period:integer ?quantity:integer",
+      .keyflags = "RW access update"}},
+    {"isallowed", 5, CMD_WRITE | CMD_DENYOOM | CMD_FAST | CMD_KEYDERIVED, 1, 1, 1,
+     "write fast", cmd_isallowed,
+     {.summary = "Records an attempt in a sliding-window log and answers whether it is within the "
+                 "limit", .since = "0.1.0", .group = "generic", .complexity = "O(1) amortized",
+      .args = "user:key action:string period:integer max_count:integer",
+      .keyflags = "RW access update",
+      .notes = "The state key is hist:{user}:action; the user is its hash tag, so route by it"}},
+};
+const int cmd_limit_count = (int)(sizeof(cmd_limit_table) / sizeof(cmd_limit_table[0]));

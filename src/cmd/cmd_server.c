@@ -11,7 +11,7 @@
 
 static void set_str(struct cmd_env *env, char **dst, const char *p, size_t len);
 
-void cmd_ping(struct cmd_ctx *x)
+static void cmd_ping(struct cmd_ctx *x)
 {
     if (x->argc > 2) {
         reply_error(x->out, "ERR wrong number of arguments for 'ping' command");
@@ -23,12 +23,12 @@ void cmd_ping(struct cmd_ctx *x)
         rbuf_append(x->out, "+PONG\r\n", 7);
 }
 
-void cmd_echo(struct cmd_ctx *x)
+static void cmd_echo(struct cmd_ctx *x)
 {
     reply_bulk(x->out, x->argv[1], x->lens[1]);
 }
 
-void cmd_quit(struct cmd_ctx *x)
+static void cmd_quit(struct cmd_ctx *x)
 {
     reply_ok(x->out);
     x->s->flags |= SESSION_CLOSE_AFTER_REPLY;
@@ -39,7 +39,7 @@ static int auth_required(const struct cmd_env *env)
     return atomic_load_explicit(&((struct cmd_env *)env)->auth_required, memory_order_relaxed);
 }
 
-void cmd_reset(struct cmd_ctx *x)
+static void cmd_reset(struct cmd_ctx *x)
 {
     struct session *s = x->s;
     multi_discard(s);
@@ -79,7 +79,7 @@ static int check_credentials(struct cmd_env *env, const char *user, size_t ulen,
 static const char wrongpass[] =
     "WRONGPASS invalid username-password pair or user is disabled.";
 
-void cmd_auth(struct cmd_ctx *x)
+static void cmd_auth(struct cmd_ctx *x)
 {
     if (x->argc > 3) {
         reply_syntax_error(x->out);
@@ -130,7 +130,7 @@ static void set_str(struct cmd_env *env, char **dst, const char *p, size_t len)
 static const char bad_name[] =
     "ERR Client names cannot contain spaces, newlines or special characters.";
 
-void cmd_hello(struct cmd_ctx *x)
+static void cmd_hello(struct cmd_ctx *x)
 {
     int i = 1;
     if (x->argc >= 2) {
@@ -201,7 +201,7 @@ void cmd_hello(struct cmd_ctx *x)
     reply_array(x->out, 0);
 }
 
-void cmd_select(struct cmd_ctx *x)
+static void cmd_select(struct cmd_ctx *x)
 {
     int64_t db;
     if (arg_i64(x, 1, &db))
@@ -213,7 +213,7 @@ void cmd_select(struct cmd_ctx *x)
     reply_ok(x->out);
 }
 
-void cmd_time(struct cmd_ctx *x)
+static void cmd_time(struct cmd_ctx *x)
 {
     reply_array(x->out, 2);
     reply_bulk_i64(x->out, x->now / 1000000000);
@@ -273,7 +273,7 @@ static void client_kill(struct cmd_ctx *x)
     reply_int(x->out, x->env->hooks.client_kill(x->env->hooks.ud, id, addr));
 }
 
-void cmd_client(struct cmd_ctx *x)
+static void cmd_client(struct cmd_ctx *x)
 {
     struct session *s = x->s;
     const struct server_hooks *h = &x->env->hooks;
@@ -391,7 +391,7 @@ static const char *const config_help[] = {
     NULL,
 };
 
-void cmd_config(struct cmd_ctx *x)
+static void cmd_config(struct cmd_ctx *x)
 {
     if (arg_is(x, 1, "GET")) {
         if (x->argc < 3) {
@@ -420,7 +420,7 @@ void cmd_config(struct cmd_ctx *x)
 
 /* ---- persistence and shutdown: the server layer does the work ---- */
 
-void cmd_shutdown(struct cmd_ctx *x)
+static void cmd_shutdown(struct cmd_ctx *x)
 {
     int save = -1;
     for (int i = 1; i < x->argc; i++) {
@@ -465,12 +465,12 @@ static void save_generic(struct cmd_ctx *x, int background)
         reply_ok(x->out);
 }
 
-void cmd_save(struct cmd_ctx *x)
+static void cmd_save(struct cmd_ctx *x)
 {
     save_generic(x, 0);
 }
 
-void cmd_bgsave(struct cmd_ctx *x)
+static void cmd_bgsave(struct cmd_ctx *x)
 {
     if (x->argc > 2 || (x->argc == 2 && !arg_is(x, 1, "SCHEDULE"))) {
         reply_syntax_error(x->out);
@@ -479,7 +479,7 @@ void cmd_bgsave(struct cmd_ctx *x)
     save_generic(x, 1);
 }
 
-void cmd_lastsave(struct cmd_ctx *x)
+static void cmd_lastsave(struct cmd_ctx *x)
 {
     /* Without a persistence layer (tests) the start counts as the last save, as in Redis. */
     if (x->env->hooks.lastsave != NULL)
@@ -487,3 +487,64 @@ void cmd_lastsave(struct cmd_ctx *x)
     else
         reply_int(x->out, x->env->start_ns / 1000000000);
 }
+
+/* ---- the table (cmd_internal.h "one row per command") ---- */
+
+const struct cmd_def cmd_server_table[] = {
+    {"ping", -1, CMD_FAST, 0, 0, 0, "fast connection", cmd_ping,
+     {.summary = "Answers PONG, or echoes a message", .since = "1.0.0", .group = "connection",
+      .complexity = "O(1)", .args = "?message:string",
+      .tips = "request_policy:all_shards response_policy:all_succeeded"}},
+    {"echo", 2, CMD_FAST, 0, 0, 0, "fast connection", cmd_echo,
+     {.summary = "Returns the given string", .since = "1.0.0", .group = "connection",
+      .complexity = "O(1)", .args = "message:string"}},
+    {"quit", -1,
+     CMD_NOAUTH | CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT,
+     0, 0, 0, "fast connection", cmd_quit,
+     {.summary = "Closes the connection after the reply", .since = "1.0.0", .group = "connection",
+      .complexity = "O(1)", .extra = CMD_SHOW_ALLOW_BUSY}},
+    {"reset", 1,
+     CMD_NOAUTH | CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT,
+     0, 0, 0, "fast connection", cmd_reset,
+     {.summary = "Resets the connection to its initial state", .since = "6.2.0",
+      .group = "connection", .complexity = "O(1)", .extra = CMD_SHOW_ALLOW_BUSY}},
+    {"hello", -1, CMD_NOAUTH | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "fast connection", cmd_hello,
+     {.summary = "Handshakes with the server (RESP2 only)", .since = "6.0.0",
+      .group = "connection", .complexity = "O(1)",
+      .args = "?arguments{protover:integer ?username_password{username:string "
+              "password:string}=AUTH ?clientname:string=SETNAME}", .extra = CMD_SHOW_ALLOW_BUSY}},
+    {"auth", -2, CMD_NOAUTH | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "fast connection", cmd_auth,
+     {.summary = "Authenticates the connection", .since = "1.0.0", .group = "connection",
+      .complexity = "O(1)", .args = "?username:string password:string", .extra = CMD_SHOW_ALLOW_BUSY}},
+    {"select", 2, CMD_FAST | CMD_LOADING | CMD_STALE, 0, 0, 0, "fast connection", cmd_select,
+     {.summary = "Selects the database (only 0 exists)", .since = "1.0.0", .group = "connection",
+      .complexity = "O(1)", .args = "index:integer"}},
+    {"client", -2, CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0, "slow connection", cmd_client,
+     {.summary = "A container for connection commands", .since = "2.4.0", .group = "connection",
+      .complexity = "Depends on subcommand."}},
+    {"time", 1, CMD_FAST | CMD_LOADING | CMD_STALE, 0, 0, 0, "fast", cmd_time,
+     {.summary = "Returns the server time", .since = "2.6.0", .group = "server",
+      .complexity = "O(1)", .tips = "nondeterministic_output"}},
+    {"config", -2, CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "admin slow dangerous", cmd_config,
+     {.summary = "A container for configuration commands", .since = "2.0.0", .group = "server",
+      .complexity = "Depends on subcommand."}},
+    {"shutdown", -1, CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT | CMD_NO_MULTI, 0, 0, 0,
+     "admin slow dangerous", cmd_shutdown,
+     {.summary = "Saves the state and stops the server", .since = "1.0.0", .group = "server",
+      .complexity = "O(N) when saving, where N is the number of keys",
+      .args = "?nosave_save(nosave=NOSAVE save=SAVE) ?now=NOW ?force=FORCE",
+      .extra = CMD_SHOW_ALLOW_BUSY}},
+    {"save", 1, CMD_ADMIN | CMD_NOSCRIPT | CMD_NO_MULTI, 0, 0, 0, "admin slow dangerous", cmd_save,
+     {.summary = "Writes a snapshot and waits for it", .since = "1.0.0", .group = "server",
+      .complexity = "O(N) where N is the number of keys"}},
+    {"bgsave", -1, CMD_ADMIN | CMD_NOSCRIPT, 0, 0, 0, "admin slow dangerous", cmd_bgsave,
+     {.summary = "Writes a snapshot in the background", .since = "1.0.0", .group = "server",
+      .complexity = "O(N) where N is the number of keys", .args = "?schedule=SCHEDULE"}},
+    {"lastsave", 1, CMD_FAST | CMD_LOADING | CMD_STALE, 0, 0, 0, "fast dangerous", cmd_lastsave,
+     {.summary = "Returns the Unix time of the last successful snapshot", .since = "1.0.0",
+      .group = "server", .complexity = "O(1)", .tips = "nondeterministic_output"}},
+};
+const int cmd_server_count = (int)(sizeof(cmd_server_table) / sizeof(cmd_server_table[0]));

@@ -8,7 +8,7 @@
 #include "rlimitd/util.h"
 
 
-void cmd_get(struct cmd_ctx *x)
+static void cmd_get(struct cmd_ctx *x)
 {
     struct ks_value v;
     switch (ks_get(x->env->ks, &x->keys[0], x->now, &v)) {
@@ -42,7 +42,7 @@ static int expire_arg(int64_t v, int64_t unit_ns, int absolute, int64_t now, int
     return __builtin_add_overflow(now, ns, at) ? -1 : 0;
 }
 
-void cmd_set(struct cmd_ctx *x)
+static void cmd_set(struct cmd_ctx *x)
 {
     int flags = 0;
     int64_t at = 0;
@@ -109,24 +109,24 @@ static void incr_by(struct cmd_ctx *x, int64_t delta)
         reply_int(x->out, v);
 }
 
-void cmd_incr(struct cmd_ctx *x)
+static void cmd_incr(struct cmd_ctx *x)
 {
     incr_by(x, 1);
 }
 
-void cmd_decr(struct cmd_ctx *x)
+static void cmd_decr(struct cmd_ctx *x)
 {
     incr_by(x, -1);
 }
 
-void cmd_incrby(struct cmd_ctx *x)
+static void cmd_incrby(struct cmd_ctx *x)
 {
     int64_t d;
     if (arg_i64(x, 2, &d) == 0)
         incr_by(x, d);
 }
 
-void cmd_decrby(struct cmd_ctx *x)
+static void cmd_decrby(struct cmd_ctx *x)
 {
     int64_t d;
     if (arg_i64(x, 2, &d))
@@ -137,3 +137,33 @@ void cmd_decrby(struct cmd_ctx *x)
     }
     incr_by(x, -d);
 }
+
+/* ---- the table (cmd_internal.h "one row per command") ---- */
+
+const struct cmd_def cmd_string_table[] = {
+    {"get", 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "read string fast", cmd_get,
+     {.summary = "Returns the string value of a key", .since = "1.0.0", .group = "string",
+      .complexity = "O(1)", .args = "key:key", .keyflags = "RO access"}},
+    {"set", -3, CMD_WRITE | CMD_DENYOOM, 1, 1, 1, "write string slow", cmd_set,
+     {.summary = "Sets the string value of a key, with an optional expiry and existence condition",
+      .since = "1.0.0", .group = "string", .complexity = "O(1)",
+      .args = "key:key value:string ?condition(nx=NX xx=XX) ?expiration(seconds:integer=EX "
+              "milliseconds:integer=PX unix-time-seconds:unix-time=EXAT "
+              "unix-time-milliseconds:unix-time=PXAT keepttl=KEEPTTL)",
+      .keyflags = "RW access update variable_flags", .resolved = "OW update"}},
+    {"incr", 2, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_incr,
+     {.summary = "Adds one to the integer value of a key", .since = "1.0.0", .group = "string",
+      .complexity = "O(1)", .args = "key:key", .keyflags = "RW access update"}},
+    {"incrby", 3, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_incrby,
+     {.summary = "Adds an amount to the integer value of a key", .since = "1.0.0",
+      .group = "string", .complexity = "O(1)", .args = "key:key increment:integer",
+      .keyflags = "RW access update"}},
+    {"decr", 2, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_decr,
+     {.summary = "Subtracts one from the integer value of a key", .since = "1.0.0",
+      .group = "string", .complexity = "O(1)", .args = "key:key", .keyflags = "RW access update"}},
+    {"decrby", 3, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_decrby,
+     {.summary = "Subtracts an amount from the integer value of a key", .since = "1.0.0",
+      .group = "string", .complexity = "O(1)", .args = "key:key decrement:integer",
+      .keyflags = "RW access update"}},
+};
+const int cmd_string_count = (int)(sizeof(cmd_string_table) / sizeof(cmd_string_table[0]));

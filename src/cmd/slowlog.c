@@ -258,7 +258,7 @@ static const char *const slowlog_help[] = {
     NULL,
 };
 
-void cmd_slowlog(struct cmd_ctx *x)
+static void cmd_slowlog(struct cmd_ctx *x)
 {
     struct slowlog *sl = x->env->slowlog;
     if (arg_is(x, 1, "GET")) {
@@ -328,7 +328,7 @@ static const char latency_doctor[] =
     "commands use SLOWLOG GET (see CONFIG GET slowlog-log-slower-than) and the usec_per_call "
     "figures of INFO commandstats.\n";
 
-void cmd_latency(struct cmd_ctx *x)
+static void cmd_latency(struct cmd_ctx *x)
 {
     if (arg_is(x, 1, "LATEST")) {
         if (x->argc != 2)
@@ -364,3 +364,17 @@ void cmd_latency(struct cmd_ctx *x)
         reply_subcmd_unknown(x, "LATENCY");
     }
 }
+
+/* ---- the table (cmd_internal.h "one row per command") ---- */
+
+const struct cmd_def cmd_slowlog_table[] = {
+    {"slowlog", -2, CMD_ADMIN | CMD_LOADING | CMD_STALE, 0, 0, 0,
+     "admin slow dangerous", cmd_slowlog,
+     {.summary = "A container for slow log commands", .since = "2.2.12", .group = "server",
+      .complexity = "Depends on subcommand."}},
+    {"latency", -2, CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "admin slow dangerous", cmd_latency,
+     {.summary = "A container for latency commands", .since = "2.8.13", .group = "server",
+      .complexity = "Depends on subcommand."}},
+};
+const int cmd_slowlog_count = (int)(sizeof(cmd_slowlog_table) / sizeof(cmd_slowlog_table[0]));
