@@ -22,6 +22,7 @@ static const struct cmd_def commands[] = {
     {"cl.throttle", -5, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write fast", cmd_throttle},
     {"isallowed", 5, CMD_WRITE | CMD_DENYOOM | CMD_FAST | CMD_KEYDERIVED, 1, 1, 1, "write fast",
      cmd_isallowed},
+    {"gcra", -5, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_gcra},
     {"get", 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "read string fast", cmd_get},
     {"set", -3, CMD_WRITE | CMD_DENYOOM, 1, 1, 1, "write string slow", cmd_set},
     {"incr", 2, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_incr},

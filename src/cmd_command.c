@@ -62,6 +62,12 @@ static const struct cmd_meta meta[] = {
      "Records an attempt in a sliding-window log and answers whether it is within the limit",
      "0.1.0", "generic", "O(1) amortized",
      "user:key action:string period:integer max_count:integer", 0},
+    {"gcra", "RW access update", NULL, NULL, NULL,
+     "Rate limits a key with GCRA, answering whether the request is allowed, the capacity, the "
+     "remaining tokens, and retry and reset times in seconds",
+     "0.1.0", "string", "O(1)",
+     "key:key max_burst:integer tokens_per_period:integer period:double "
+     "?tokens:integer=TOKENS", 0},
     {"get", "RO access", NULL, NULL, NULL, "Returns the string value of a key", "1.0.0", "string",
      "O(1)", "key:key", 0},
     {"set", "RW access update variable_flags", "OW update", NULL, NULL,
