@@ -24,7 +24,7 @@ check() {
 }
 
 upper='uv\.h|hiredis|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats)\.h|cmd_internal\.h|server_internal\.h|slowlog\.h'
-for f in gcra.c swlog.c isallowed.c keyspace.c hash.c clock.c util.c; do
+for f in gcra.c gcra_redis.c swlog.c isallowed.c keyspace.c hash.c clock.c util.c; do
     check "$f" "$upper" "the limiter core must not include I/O, protocol or anything above it"
 done
 for f in resp.c reply.c; do
@@ -45,7 +45,7 @@ check busypoll.c 'uv\.h|hiredis|time\.h|rlimitd/(resp|cmd|server|conf|log|snap|p
 # The Redis module links only rlimit_limiter: Redis is its keyspace, network and persistence.
 for f in module/*.c; do
     check "$f" 'uv\.h|hiredis|xxhash|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats|keyspace|clock|hash)\.h|cmd_internal\.h|server_internal\.h|slowlog\.h' \
-        "the module may use only the limiter (gcra, swlog, isallowed, util) and the module API"
+        "the module may use only the limiter (gcra, gcra_redis, swlog, isallowed, util) and the module API"
 done
 echo "layering: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]
