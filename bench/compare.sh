@@ -8,9 +8,10 @@
 # loopback ports with persistence off, loads bench/gcra.lua and bench/window.lua into Redis, and
 # prints:
 #   1. throughput and latency: redis-benchmark (50 clients, 100k random keys, pipeline 1 and 16)
-#      for rlimitd CL.THROTTLE, ISALLOWED, PING, INCR and Redis INCR, EVALSHA gcra, EVALSHA
+#      for rlimitd CL.THROTTLE, GCRA, ISALLOWED, PING, INCR and Redis INCR, EVALSHA gcra, EVALSHA
 #      window, the servers alternating, with rlimitd at each --threads value, R rounds (3; 1
-#      with --quick) of which the median is shown; rps ratios;
+#      with --quick) of which the median is shown; rps ratios, and the server's CPU time per
+#      request (/proc/PID/stat utime + stime, all threads) with its ratio to CL.THROTTLE's;
 #   2. memory per key: 1M and 10M distinct 14-byte keys of GCRA state and of window logs,
 #      rlimitd's RSS growth against Redis's used_memory growth (and both other views);
 #   3. p99 of CL.THROTTLE while rlimitd writes background snapshots of the 10M keys, against
@@ -37,7 +38,7 @@ MEMORY=1
 ONLY=""
 
 usage() {
-    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 }
 
