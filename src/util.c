@@ -64,8 +64,16 @@ int util_parse_double(const char *s, size_t len, double *out)
     char *end;
     double d;
 
+    int64_t i;
+
     if (len == 0 || len > UTIL_DOUBLE_MAX_LEN)
         return -1;
+    /* The common case, a plain integer ("60"): below 2^53 it converts exactly, so the result is
+     * the one strtod would give, without the copy and strtod's cost. */
+    if (util_parse_i64(s, len, &i) == 0 && i > -(1LL << 53) && i < (1LL << 53)) {
+        *out = (double)i;
+        return 0;
+    }
     /* strtod skips leading white space; Redis refuses it (isspace in the C locale). */
     if (s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r'))
         return -1;
