@@ -7,7 +7,10 @@
 #include <criterion/criterion.h>
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rlimitd/gcra.h"
 #include "rlimitd/gcra_redis.h"
@@ -421,4 +424,55 @@ Test(gcra_redis_step, limited_call_keeps_the_state)
     for (int i = 1; i <= 9; i++)
         EXPECT_ROW(step(&k, "GCRA m 0 1 10", T0 + i * SEC), 1, 1, 0, 10 - i, 10 - i);
     cr_expect_eq(k.tat, tat);
+}
+
+/* Seeded cross-check: where the two arithmetics must agree exactly - an interval of whole
+ * milliseconds and calls at whole milliseconds - GCRA and CL.THROTTLE give the same replies and
+ * the same TATs, call after call, whichever of them wrote the state. GCRA_SEED replays a run. */
+Test(gcra_redis_step, agrees_with_cl_throttle_on_whole_milliseconds)
+{
+    unsigned seed = (unsigned)time(NULL);
+    const char *env = getenv("GCRA_SEED");
+    if (env != NULL)
+        seed = (unsigned)strtoul(env, NULL, 10);
+    srand(seed);
+    for (int limit = 0; limit < 200; limit++) {
+        int64_t burst = rand() % 20, period = 1 + rand() % 120, count;
+        /* count must divide period·1000 so the interval is whole ms. */
+        do
+            count = 1 + rand() % 50;
+        while ((period * 1000) % count != 0);
+        struct key k = {0};
+        int64_t now = T0;
+        char text[128];
+        struct gcra_limits l;
+        const char *err;
+        for (int call = 0; call < 60; call++) {
+            int64_t n = 1 + rand() % (burst + 3);
+            now += (int64_t)(rand() % 3) * (rand() % 2000) * MS;
+            if (k.has_tat && k.tat <= now)
+                k.has_tat = 0;
+            cr_assert_eq(gcra_prepare(burst, count, period, n, &l, &err), 0);
+            struct gcra_result want;
+            cr_assert_eq(gcra_step(&l, now, k.has_tat, k.tat, &want, &err), 0);
+            snprintf(text, sizeof text, "GCRA k %lld %lld %lld TOKENS %lld", (long long)burst,
+                     (long long)count, (long long)period, (long long)n);
+            struct gcra_result got = step(&k, text, now);
+            cr_assert(got.limited == want.limited && got.limit == want.limit &&
+                          got.remaining == want.remaining &&
+                          got.retry_after == want.retry_after &&
+                          got.reset_after == want.reset_after &&
+                          (!want.store || got.new_tat == want.new_tat),
+                      "seed %u (GCRA_SEED), limit %d call %d, %s at +%lld ms: GCRA [%d %lld %lld "
+                      "%lld %lld], CL.THROTTLE [%d %lld %lld %lld %lld]",
+                      seed, limit, call, text, (long long)((now - T0) / MS), got.limited,
+                      (long long)got.limit, (long long)got.remaining, (long long)got.retry_after,
+                      (long long)got.reset_after, want.limited, (long long)want.limit,
+                      (long long)want.remaining, (long long)want.retry_after,
+                      (long long)want.reset_after);
+            /* Every other call, let CL.THROTTLE's TAT be the one kept. */
+            if (call % 2 && want.store)
+                k.tat = want.new_tat;
+        }
+    }
 }
