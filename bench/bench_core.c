@@ -2,11 +2,12 @@
  *
  *   ninja -C build-bench bench/bench_core && ./build-bench/bench/bench_core [KEYS]
  *
- * Prints ns/op and ops/s for each step of a CL.THROTTLE or ISALLOWED call below the protocol:
- * gcra_prepare + gcra_step (pure arithmetic), hashing a 14-byte key, and the keyspace operations
- * with KEYS distinct 14-byte keys (default 1,000,000) touched in random order, the shard lock
- * taken and released around each as cmd.c does. Regressions in the core show here without socket
- * or scheduler noise. Single-threaded; numbers are per core.
+ * Prints ns/op and ops/s for each step of a CL.THROTTLE, GCRA or ISALLOWED call below the
+ * protocol: gcra_prepare + gcra_step and GCRA's gcra_redis_parse + gcra_redis_step (pure
+ * arithmetic), hashing a 14-byte key, and the keyspace operations with KEYS distinct 14-byte
+ * keys (default 1,000,000) touched in random order, the shard lock taken and released around
+ * each as cmd.c does. Regressions in the core show here without socket or scheduler noise.
+ * Single-threaded; numbers are per core.
  *
  * The clock is synthetic: it starts at the wall clock and advances 100 ns per operation, so a
  * run is reproducible and no key expires while it is measured. */
@@ -17,6 +18,7 @@
 #include <time.h>
 
 #include "rlimitd/gcra.h"
+#include "rlimitd/gcra_redis.h"
 #include "rlimitd/keyspace.h"
 #include "rlimitd/swlog.h"
 
@@ -138,6 +140,31 @@ static void bench_gcra_step(long ops, int64_t now)
         acc += r.remaining + r.reset_after;
     }
     report("gcra_prepare + gcra_step", ops, mono_s() - t0);
+    sink = acc;
+}
+
+/* GCRA k 15 30 60: parse the argument strings (CL.THROTTLE's line above parses no strings; the
+ * daemon's arg_i64 does that before it) and one decision with Redis's arithmetic. */
+static void bench_gcra_redis_step(long ops, int64_t now)
+{
+    static const char *const argv[] = {"GCRA", "k:000000000001", "15", "30", "60"};
+    static const size_t lens[] = {4, 14, 2, 2, 2};
+    struct gcra_redis_args a;
+    struct gcra_result r;
+    const char *err;
+    int64_t tat = now, acc = 0;
+    double t0 = mono_s();
+    for (long i = 0; i < ops; i++) {
+        if (gcra_redis_parse(5, argv, lens, &a, &err) != 0)
+            abort();
+        now += STEP_NS;
+        if (gcra_redis_step(&a, now, 1, tat, &r, &err) != 0)
+            abort();
+        if (r.store)
+            tat = r.new_tat;
+        acc += r.remaining + r.reset_after;
+    }
+    report("gcra_redis_parse + gcra_redis_step", ops, mono_s() - t0);
     sink = acc;
 }
 
@@ -292,6 +319,7 @@ int main(int argc, char **argv)
     printf("bench_core: %ld keys of %d bytes, %ld timed ops per line, clock +%d ns per op\n",
            nkeys, KEY_LEN, ops, STEP_NS);
     bench_gcra_step(ops * 5, now);
+    bench_gcra_redis_step(ops * 5, now);
     bench_swlog_ring(ops * 5, now);
 
     struct keyspace *ks = new_keyspace();

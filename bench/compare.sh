@@ -8,9 +8,10 @@
 # loopback ports with persistence off, loads bench/gcra.lua and bench/window.lua into Redis, and
 # prints:
 #   1. throughput and latency: redis-benchmark (50 clients, 100k random keys, pipeline 1 and 16)
-#      for rlimitd CL.THROTTLE, ISALLOWED, PING, INCR and Redis INCR, EVALSHA gcra, EVALSHA
+#      for rlimitd CL.THROTTLE, GCRA, ISALLOWED, PING, INCR and Redis INCR, EVALSHA gcra, EVALSHA
 #      window, the servers alternating, with rlimitd at each --threads value, R rounds (3; 1
-#      with --quick) of which the median is shown; rps ratios;
+#      with --quick) of which the median is shown; rps ratios, and the server's CPU time per
+#      request (/proc/PID/stat utime + stime, all threads) with its ratio to CL.THROTTLE's;
 #   2. memory per key: 1M and 10M distinct 14-byte keys of GCRA state and of window logs,
 #      rlimitd's RSS growth against Redis's used_memory growth (and both other views);
 #   3. p99 of CL.THROTTLE while rlimitd writes background snapshots of the 10M keys, against
@@ -37,7 +38,7 @@ MEMORY=1
 ONLY=""
 
 usage() {
-    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 }
 
@@ -218,34 +219,48 @@ rss_bytes() { # in bash arithmetic: awk would print big numbers as 3.3e+09
 
 # ---- 1. throughput -------------------------------------------------------------------------
 
-declare -A RPS P50 P99 ALL_RPS ALL_P50 ALL_P99
+declare -A RPS P50 P99 CPU ALL_RPS ALL_P50 ALL_P99 ALL_CPU
 
-# redis-benchmark on port $1, pipeline $2, the command in the rest; prints "rps p50 p99".
+CLK_TCK=$(getconf CLK_TCK)
+
+# CPU time of process $1 so far, all threads: utime + stime (fields 14 and 15 of
+# /proc/PID/stat, counted after the ")" that ends the command name), in clock ticks.
+cpu_ticks() {
+    awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
+}
+
+# redis-benchmark on port $1 (server pid $2), pipeline $3, the command in the rest; prints
+# "rps p50 p99 cpu_us", cpu_us being the server's CPU time per request in the measured run.
 # A short run first sizes -n so that the measured run lasts about SECONDS_PER_RUN.
 bench_cmd() {
-    local port=$1 pipe=$2 calib n line
-    shift 2
+    local port=$1 pid=$2 pipe=$3 calib n line t0 t1
+    shift 3
     calib=$((pipe == 1 ? 20000 : 200000))
     line=$(redis-benchmark -p "$port" -c "$CLIENTS" -r "$RANDKEYS" -P "$pipe" -n "$calib" --csv \
         "$@" | tail -1)
     n=$(echo "$line" | awk -F'","' -v s="$SECONDS_PER_RUN" -v c="$calib" \
         '{ n = int($2 * s); print (n < c ? c : n) }')
-    redis-benchmark -p "$port" -c "$CLIENTS" -r "$RANDKEYS" -P "$pipe" -n "$n" --csv "$@" |
-        tail -1 | tr -d '"' | awk -F, '{ print $2, $5, $7 }'
+    t0=$(cpu_ticks "$pid")
+    line=$(redis-benchmark -p "$port" -c "$CLIENTS" -r "$RANDKEYS" -P "$pipe" -n "$n" --csv "$@" |
+        tail -1 | tr -d '"' | awk -F, '{ print $2, $5, $7 }')
+    t1=$(cpu_ticks "$pid")
+    echo "$line $(awk -v d=$((t1 - t0)) -v hz="$CLK_TCK" -v n="$n" 'BEGIN { printf "%.3f", d * 1e6 / hz / n }')"
 }
 
 # Runs one test; appends its numbers to the lists under "threads:pipe:name".
 run_test() {
-    local threads=$1 pipe=$2 name=$3 port=$4 r k
+    local threads=$1 pipe=$2 name=$3 port=$4 r k pid
     shift 4
+    pid=$([ "$port" = "$RL_PORT" ] && echo "$RL_PID" || echo "$RD_PID")
     redis-cli -p "$port" FLUSHALL >/dev/null
-    local rps p50 p99
-    r=$(bench_cmd "$port" "$pipe" "$@")
-    read -r rps p50 p99 <<<"$r"
+    local rps p50 p99 cpu
+    r=$(bench_cmd "$port" "$pid" "$pipe" "$@")
+    read -r rps p50 p99 cpu <<<"$r"
     k="$threads:$pipe:$name"
     ALL_RPS["$k"]="${ALL_RPS["$k"]:-} $rps"
     ALL_P50["$k"]="${ALL_P50["$k"]:-} $p50"
     ALL_P99["$k"]="${ALL_P99["$k"]:-} $p99"
+    ALL_CPU["$k"]="${ALL_CPU["$k"]:-} $cpu"
     printf '  threads %s P=%-2s %-22s %s\n' "$threads" "$pipe" "$name" "$r" >&2
 }
 
@@ -273,6 +288,8 @@ throughput() {
                     EVALSHA "$SHA_GCRA" 1 k:__rand_int__ 15 30 60
                 run_test "$threads" "$pipe" "rlimitd CL.THROTTLE" "$RL_PORT" \
                     CL.THROTTLE k:__rand_int__ 15 30 60
+                run_test "$threads" "$pipe" "rlimitd GCRA" "$RL_PORT" \
+                    GCRA k:__rand_int__ 15 30 60
                 run_test "$threads" "$pipe" "Redis EVALSHA window" "$RD_PORT" \
                     EVALSHA "$SHA_WINDOW" 1 'hist:{u:__rand_int__}:login' 60 10
                 run_test "$threads" "$pipe" "rlimitd ISALLOWED" "$RL_PORT" \
@@ -287,6 +304,7 @@ throughput() {
         RPS["$k"]=$(median ${ALL_RPS["$k"]})
         P50["$k"]=$(median ${ALL_P50["$k"]})
         P99["$k"]=$(median ${ALL_P99["$k"]})
+        CPU["$k"]=$(median ${ALL_CPU["$k"]})
     done
 }
 
@@ -295,22 +313,27 @@ print_throughput() {
     echo
     echo "## Throughput and latency (redis-benchmark -c $CLIENTS -r $RANDKEYS, ~${SECONDS_PER_RUN} s per run, median of $ROUNDS)"
     echo
-    echo "| threads | P | server and command | rps | p50 ms | p99 ms | rps / Redis INCR | rps / Redis Lua |"
-    echo "|---|---|---|---:|---:|---:|---:|---:|"
+    echo "Server CPU µs/req: the server process's utime + stime (all threads) over the measured run,"
+    echo "per request; the CPU column's ratio is to CL.THROTTLE's in the same block."
+    echo
+    echo "| threads | P | server and command | rps | p50 ms | p99 ms | server CPU µs/req | CPU / CL.THROTTLE | rps / Redis INCR | rps / Redis Lua |"
+    echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
     for threads in $THREADS; do
         for pipe in 1 16; do
             incr=${RPS["$threads:$pipe:Redis INCR"]}
-            for name in "rlimitd CL.THROTTLE" "rlimitd ISALLOWED" "rlimitd PING" "rlimitd INCR" \
-                "Redis INCR" "Redis EVALSHA gcra" "Redis EVALSHA window"; do
+            for name in "rlimitd CL.THROTTLE" "rlimitd GCRA" "rlimitd ISALLOWED" "rlimitd PING" \
+                "rlimitd INCR" "Redis INCR" "Redis EVALSHA gcra" "Redis EVALSHA window"; do
                 k="$threads:$pipe:$name"
                 local lua="-" vs_incr="-"
+                local vs_cl="$(ratio "${CPU[$k]}" "${CPU["$threads:$pipe:rlimitd CL.THROTTLE"]}")x"
                 case "$name" in
-                "rlimitd CL.THROTTLE") lua="$(ratio "${RPS[$k]}" "${RPS["$threads:$pipe:Redis EVALSHA gcra"]}")x gcra" ;;
+                "rlimitd CL.THROTTLE" | "rlimitd GCRA") lua="$(ratio "${RPS[$k]}" "${RPS["$threads:$pipe:Redis EVALSHA gcra"]}")x gcra" ;;
                 "rlimitd ISALLOWED") lua="$(ratio "${RPS[$k]}" "${RPS["$threads:$pipe:Redis EVALSHA window"]}")x window" ;;
                 esac
                 case "$name" in rlimitd*) vs_incr="$(ratio "${RPS[$k]}" "$incr")x" ;; esac
-                printf '| %s | %s | %s | %.0f | %.3f | %.3f | %s | %s |\n' "$threads" "$pipe" "$name" \
-                    "${RPS[$k]}" "${P50[$k]}" "${P99[$k]}" "$vs_incr" "$lua"
+                printf '| %s | %s | %s | %.0f | %.3f | %.3f | %.2f | %s | %s | %s |\n' "$threads" \
+                    "$pipe" "$name" "${RPS[$k]}" "${P50[$k]}" "${P99[$k]}" "${CPU[$k]}" "$vs_cl" \
+                    "$vs_incr" "$lua"
             done
         done
     done

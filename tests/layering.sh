@@ -13,7 +13,7 @@ fail=0
 # include/rlimitd/<name>.h -> the layer that owns it.
 declare -A HEADER_LAYER=(
     [util]=base [buf]=base [clock]=base [log]=base [stats]=base [conf]=base
-    [gcra]=limiter [swlog]=limiter [isallowed]=limiter
+    [gcra]=limiter [gcra_redis]=limiter [swlog]=limiter [isallowed]=limiter
     [keyspace]=store [hash]=store
     [resp]=proto [reply]=proto
     [cmd]=cmd

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "rlimitd/gcra.h"
+#include "rlimitd/gcra_redis.h"
 
 struct keyspace;
 
@@ -36,6 +37,7 @@ enum ks_type {
 #define KS_OOM (-2)      /* would add a key while used memory > maxmemory */
 #define KS_NOTINT (-3)   /* INCR on a string that is not an integer */
 #define KS_OVERFLOW (-4) /* INCR past int64 */
+#define KS_LIMIT_ERR (-100) /* the limiter arithmetic refused the call; *err says why */
 
 /* Shard count is 1 << shard_bits (0..12). seed keys the hash. Returns NULL on bad arguments. */
 struct keyspace *ks_create(unsigned shard_bits, const uint8_t seed[16]);
@@ -59,9 +61,13 @@ uint64_t ks_expires_count(const struct keyspace *ks);
 /* ---- limiter state ---- */
 
 /* One CL.THROTTLE on key: reads the TAT, runs gcra_step, stores the new TAT with expiry at it.
- * Returns KS_OK, KS_WRONGTYPE, KS_OOM, or -100 with *err set on arithmetic overflow. */
+ * Returns KS_OK, KS_WRONGTYPE, KS_OOM, or KS_LIMIT_ERR with *err set on arithmetic overflow. */
 int ks_gcra_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
                   const struct gcra_limits *l, struct gcra_result *r, const char **err);
+/* One GCRA (SPEC 10) on key: the same state and returns as ks_gcra_apply, gcra_redis_step's
+ * arithmetic. */
+int ks_gcra_redis_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
+                        const struct gcra_redis_args *a, struct gcra_result *r, const char **err);
 
 /* One ISALLOWED on key: records an attempt at now (ms) in the window log, sets *allowed, and
  * expires the key period_ms after the newest attempt. Returns KS_OK, KS_WRONGTYPE, KS_OOM. */

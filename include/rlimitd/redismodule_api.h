@@ -35,6 +35,9 @@
  * panicking, so a crafted RESTORE payload is an error reply, not a crash. */
 #define REDISMODULE_OPTIONS_HANDLE_IO_ERRORS (1 << 0)
 
+/* CallReplyType answers used here. */
+#define REDISMODULE_REPLY_ARRAY 3
+
 /* Log levels. */
 #define REDISMODULE_LOGLEVEL_WARNING "warning"
 #define REDISMODULE_LOGLEVEL_NOTICE "notice"
@@ -51,6 +54,7 @@ typedef struct RedisModuleType RedisModuleType;
 typedef struct RedisModuleDigest RedisModuleDigest;
 
 typedef struct RedisModuleCommand RedisModuleCommand;
+typedef struct RedisModuleCallReply RedisModuleCallReply;
 
 typedef int (*RedisModuleCmdFunc)(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 typedef void *(*RedisModuleTypeLoadFunc)(RedisModuleIO *rdb, int encver);
@@ -139,7 +143,11 @@ typedef struct RedisModuleCommandInfo {
     X(void, DigestAddLongLong, (RedisModuleDigest * md, long long ll))                             \
     X(void, DigestEndSequence, (RedisModuleDigest * md))                                           \
     X(void *, Alloc, (size_t bytes))                                                               \
-    X(void, Free, (void *ptr))
+    X(void, Free, (void *ptr))                                                                     \
+    X(RedisModuleCallReply *, Call, (RedisModuleCtx * ctx, const char *cmd, const char *fmt, ...)) \
+    X(int, CallReplyType, (RedisModuleCallReply * reply))                                          \
+    X(RedisModuleCallReply *, CallReplyArrayElement, (RedisModuleCallReply * reply, size_t idx))   \
+    X(void, FreeCallReply, (RedisModuleCallReply * reply))
 
 #define RLIMIT_RM_DECLARE(ret, name, params) extern ret(*RedisModule_##name) params;
 RLIMIT_RM_API(RLIMIT_RM_DECLARE)

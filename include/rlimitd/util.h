@@ -10,6 +10,16 @@
  * Returns 0 and sets *out, or -1. */
 int util_parse_i64(const char *s, size_t len, int64_t *out);
 
+/* The longest text util_parse_double reads; longer is "not a valid float". */
+#define UTIL_DOUBLE_MAX_LEN 255
+
+/* Parses a double as Redis 7's string2d (getDoubleFromObject, "value is not a valid float")
+ * does: strtod over the whole string, so "1.5", ".5", "1e3", "+2", "inf" and hex floats are
+ * numbers; empty, leading white space, trailing bytes, NaN, and overflow or underflow to zero
+ * are not. s need not be NUL terminated; at most UTIL_DOUBLE_MAX_LEN bytes. Returns 0 and sets
+ * *out, or -1. */
+int util_parse_double(const char *s, size_t len, double *out);
+
 /* Writes v in base 10 to buf (at least 21 bytes) without a NUL; returns the length. */
 size_t util_fmt_i64(char *buf, int64_t v);
 

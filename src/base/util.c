@@ -4,6 +4,9 @@
  * integer"), so "+1", " 1" and "01" are errors here exactly when they are in Redis. */
 #include "rlimitd/util.h"
 
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int lower(int c)
@@ -51,6 +54,39 @@ int util_parse_i64(const char *s, size_t len, int64_t *out)
     /* Negating in unsigned arithmetic and converting back is well defined in GCC and gives
      * INT64_MIN for a magnitude of 2^63. */
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 0;
+}
+
+int util_parse_double(const char *s, size_t len, double *out)
+{
+    /* strtod needs a terminator, and the bytes are someone else's: copy them. */
+    char buf[UTIL_DOUBLE_MAX_LEN + 1];
+    char *end;
+    double d;
+
+    int64_t i;
+
+    if (len == 0 || len > UTIL_DOUBLE_MAX_LEN)
+        return -1;
+    /* The common case, a plain integer ("60"): below 2^53 it converts exactly, so the result is
+     * the one strtod would give, without the copy and strtod's cost. */
+    if (util_parse_i64(s, len, &i) == 0 && i > -(1LL << 53) && i < (1LL << 53)) {
+        *out = (double)i;
+        return 0;
+    }
+    /* strtod skips leading white space; Redis refuses it (isspace in the C locale). */
+    if (s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r'))
+        return -1;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    errno = 0;
+    d = strtod(buf, &end);
+    /* A NUL inside the bytes ends the number early, so it fails the length test as well. */
+    if ((size_t)(end - buf) != len || isnan(d))
+        return -1;
+    if (errno == ERANGE && (d == HUGE_VAL || d == -HUGE_VAL || fpclassify(d) == FP_ZERO))
+        return -1;
+    *out = d;
     return 0;
 }
 

@@ -1,10 +1,23 @@
-/* cmd_limit.c - CL.THROTTLE (SPEC 2) and ISALLOWED (SPEC 3): validate, apply, reply. */
+/* cmd_limit.c - CL.THROTTLE (SPEC 2), GCRA (SPEC 10) and ISALLOWED (SPEC 3): validate, apply,
+ * reply. */
 #include "cmd_internal.h"
 
 #include <string.h>
 
 #include "rlimitd/gcra.h"
+#include "rlimitd/gcra_redis.h"
 #include "rlimitd/isallowed.h"
+
+/* The reply both GCRA commands share: five integers. */
+static void reply_gcra(struct rbuf *out, const struct gcra_result *r)
+{
+    rbuf_append(out, "*5\r\n", 4);
+    reply_int(out, r->limited);
+    reply_int(out, r->limit);
+    reply_int(out, r->remaining);
+    reply_int(out, r->retry_after);
+    reply_int(out, r->reset_after);
+}
 
 static void cmd_throttle(struct cmd_ctx *x)
 {
@@ -27,7 +40,7 @@ static void cmd_throttle(struct cmd_ctx *x)
     }
     struct gcra_result r;
     int rc = ks_gcra_apply(x->env->ks, &x->keys[0], x->now, &l, &r, &err);
-    if (rc == -100) {
+    if (rc == KS_LIMIT_ERR) {
         reply_errorf(x->out, "ERR %s", err);
         return;
     }
@@ -35,12 +48,30 @@ static void cmd_throttle(struct cmd_ctx *x)
         reply_ks_error(x->out, rc);
         return;
     }
-    rbuf_append(x->out, "*5\r\n", 4);
-    reply_int(x->out, r.limited);
-    reply_int(x->out, r.limit);
-    reply_int(x->out, r.remaining);
-    reply_int(x->out, r.retry_after);
-    reply_int(x->out, r.reset_after);
+    reply_gcra(x->out, &r);
+}
+
+/* GCRA key max_burst tokens_per_period period [TOKENS n]: Redis's checks in Redis's order
+ * (arguments, then the key's type, then overflow), so every error is the one Redis gives. */
+static void cmd_gcra(struct cmd_ctx *x)
+{
+    struct gcra_redis_args a;
+    const char *err;
+    if (gcra_redis_parse(x->argc, (const char *const *)x->argv, x->lens, &a, &err) != 0) {
+        reply_errorf(x->out, "ERR %s", err);
+        return;
+    }
+    struct gcra_result r;
+    int rc = ks_gcra_redis_apply(x->env->ks, &x->keys[0], x->now, &a, &r, &err);
+    if (rc == KS_LIMIT_ERR) {
+        reply_errorf(x->out, "ERR %s", err);
+        return;
+    }
+    if (rc != KS_OK) {
+        reply_ks_error(x->out, rc);
+        return;
+    }
+    reply_gcra(x->out, &r);
 }
 
 static void cmd_isallowed(struct cmd_ctx *x)
@@ -72,6 +103,13 @@ const struct cmd_def cmd_limit_table[] = {
                  "with the limit, remaining quota, retry and reset times", .since = "0.1.0",
       .group = "generic", .complexity = "O(1)",
       .args = "key:key max_burst:integer count:integer period:integer ?quantity:integer",
+      .keyflags = "RW access update"}},
+    {"gcra", -5, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_gcra,
+     {.summary = "Rate limits a key with GCRA, answering whether the request is allowed, the "
+                 "capacity, the remaining tokens, and retry and reset times in seconds",
+      .since = "0.1.0", .group = "string", .complexity = "O(1)",
+      .args = "key:key max_burst:integer tokens_per_period:integer period:double "
+              "?tokens:integer=TOKENS",
       .keyflags = "RW access update"}},
     {"isallowed", 5, CMD_WRITE | CMD_DENYOOM | CMD_FAST | CMD_KEYDERIVED, 1, 1, 1,
      "write fast", cmd_isallowed,

@@ -57,6 +57,26 @@ static const struct rl_command commands[] = {
      "Internal: sets a whole window log (AOF rewrite)"},
 };
 
+/* GCRA is registered only where the server has no command of that name: Redis's own GCRA (its
+ * unstable branch, 2026) answers there, on its own string state. COMMAND INFO answers one
+ * element per name asked, an array for a command and a nil for none. */
+static const struct rl_command gcra_command = {
+    "gcra", rl_cmd_gcra, "write deny-oom fast", -5,
+    "GCRA rate limit, Redis's syntax: [limited, capacity, remaining, retry_after, reset_after]"};
+
+static int server_has_command(RedisModuleCtx *ctx, const char *name)
+{
+    RedisModuleCallReply *r = RedisModule_Call(ctx, "COMMAND", "cc", "INFO", name);
+    int has = 0;
+    if (r != NULL && RedisModule_CallReplyType(r) == REDISMODULE_REPLY_ARRAY) {
+        RedisModuleCallReply *e = RedisModule_CallReplyArrayElement(r, 0);
+        has = e != NULL && RedisModule_CallReplyType(e) == REDISMODULE_REPLY_ARRAY;
+    }
+    if (r != NULL)
+        RedisModule_FreeCallReply(r);
+    return has;
+}
+
 /* Redis registers module commands with arity -1; giving the real arity makes Redis itself refuse
  * a wrong-arity call, before MULTI queues it (EXECABORT, as the daemon does). */
 static int set_arity(RedisModuleCtx *ctx, const struct rl_command *c)
@@ -70,6 +90,13 @@ static int set_arity(RedisModuleCtx *ctx, const struct rl_command *c)
     };
     RedisModuleCommand *cmd = RedisModule_GetCommand(ctx, c->name);
     return cmd != NULL ? RedisModule_SetCommandInfo(cmd, &info) : REDISMODULE_ERR;
+}
+
+static int create_command(RedisModuleCtx *ctx, const struct rl_command *c)
+{
+    if (RedisModule_CreateCommand(ctx, c->name, c->fn, c->flags, 1, 1, 1) != REDISMODULE_OK)
+        return REDISMODULE_ERR;
+    return set_arity(ctx, c);
 }
 
 __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ctx,
@@ -89,10 +116,13 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (rl_types_create(ctx) != REDISMODULE_OK)
         return REDISMODULE_ERR;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (RedisModule_CreateCommand(ctx, commands[i].name, commands[i].fn, commands[i].flags, 1,
-                                      1, 1) != REDISMODULE_OK ||
-            set_arity(ctx, &commands[i]) != REDISMODULE_OK)
+        if (create_command(ctx, &commands[i]) != REDISMODULE_OK)
             return REDISMODULE_ERR;
+    if (server_has_command(ctx, gcra_command.name))
+        RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_NOTICE,
+                        "rlimit: the server has its own GCRA command; not registering ours");
+    else if (create_command(ctx, &gcra_command) != REDISMODULE_OK)
+        return REDISMODULE_ERR;
     rl_window_max_count = window_max_count;
     return REDISMODULE_OK;
 }

@@ -1,5 +1,6 @@
-/* module_cmds.c - CL.THROTTLE (SPEC 2) and ISALLOWED (SPEC 3) inside Redis/Valkey: the same
- * validation, arithmetic and replies as the daemon (gcra.c, swlog.c, isallowed.c), on Redis keys.
+/* module_cmds.c - CL.THROTTLE (SPEC 2), GCRA (SPEC 10) and ISALLOWED (SPEC 3) inside
+ * Redis/Valkey: the same validation, arithmetic and replies as the daemon (gcra.c, gcra_redis.c,
+ * swlog.c, isallowed.c), on Redis keys.
  *
  * Replication carries effects, not commands: the primary decides with its own clock and
  * propagates what it stored (RLIMIT.SETTAT, RLIMIT.LOGPUSH, see module_effects.c), so replicas
@@ -12,6 +13,7 @@
 #include <time.h>
 
 #include "rlimitd/gcra.h"
+#include "rlimitd/gcra_redis.h"
 #include "rlimitd/isallowed.h"
 #include "rlimitd/util.h"
 
@@ -52,6 +54,17 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The five integers of both GCRA commands. */
+static int reply_gcra(RedisModuleCtx *ctx, const struct gcra_result *r)
+{
+    RedisModule_ReplyWithArray(ctx, 5);
+    RedisModule_ReplyWithLongLong(ctx, r->limited);
+    RedisModule_ReplyWithLongLong(ctx, r->limit);
+    RedisModule_ReplyWithLongLong(ctx, r->remaining);
+    RedisModule_ReplyWithLongLong(ctx, r->retry_after);
+    return RedisModule_ReplyWithLongLong(ctx, r->reset_after);
+}
+
 int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
     if (argc < 5 || argc > 6)
@@ -83,14 +96,42 @@ int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         RedisModule_Replicate(ctx, "RLIMIT.SETTAT", "sl", argv[1], (long long)r.new_tat);
     }
     RedisModule_CloseKey(key);
+    return reply_gcra(ctx, &r);
+}
 
-    RedisModule_ReplyWithArray(ctx, 5);
-    RedisModule_ReplyWithLongLong(ctx, r.limited);
-    RedisModule_ReplyWithLongLong(ctx, r.limit);
-    RedisModule_ReplyWithLongLong(ctx, r.remaining);
-    RedisModule_ReplyWithLongLong(ctx, r.retry_after);
-    RedisModule_ReplyWithLongLong(ctx, r.reset_after);
-    return REDISMODULE_OK;
+/* GCRA on the same rlim-gcra state as CL.THROTTLE (one state per key, as in the daemon), with
+ * Redis's checks in Redis's order: arguments, the key's type, then overflow. */
+int rl_cmd_gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (argc < GCRA_REDIS_MIN_ARGC || argc > GCRA_REDIS_MAX_ARGC)
+        return rl_reply_err(ctx, GCRA_REDIS_ERR_ARITY);
+    const char *args[GCRA_REDIS_MAX_ARGC];
+    size_t lens[GCRA_REDIS_MAX_ARGC];
+    for (int i = 0; i < argc; i++)
+        args[i] = RedisModule_StringPtrLen(argv[i], &lens[i]);
+    struct gcra_redis_args a;
+    const char *err;
+    if (gcra_redis_parse(argc, args, lens, &a, &err) != 0)
+        return rl_reply_err(ctx, err);
+
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+    enum rl_kind kind = rl_key_kind(key);
+    if (kind != RL_EMPTY && kind != RL_GCRA) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
+    }
+    struct gcra_result r;
+    if (gcra_redis_step(&a, now_ns(), kind == RL_GCRA, kind == RL_GCRA ? rl_gcra_tat(key) : 0,
+                        &r, &err)) {
+        RedisModule_CloseKey(key);
+        return rl_reply_err(ctx, err);
+    }
+    if (r.store) {
+        rl_gcra_store(key, r.new_tat);
+        RedisModule_Replicate(ctx, "RLIMIT.SETTAT", "sl", argv[1], (long long)r.new_tat);
+    }
+    RedisModule_CloseKey(key);
+    return reply_gcra(ctx, &r);
 }
 
 /* In a cluster, clients route ISALLOWED by its first argument (the user) while the state lives

@@ -46,6 +46,7 @@ int rl_wlog_replace(RedisModuleKey *key, const char *packed, size_t len, const c
 
 /* ---- module_cmds.c / module_effects.c: command handlers ---- */
 int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+int rl_cmd_gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 int rl_cmd_isallowed(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 int rl_cmd_settat(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 int rl_cmd_logpush(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);

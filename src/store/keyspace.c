@@ -884,16 +884,10 @@ static void set_type(uint8_t *e, enum ks_type t)
     e[E_FLAGS] = (uint8_t)((e[E_FLAGS] & ~F_TYPE) | (uint8_t)t);
 }
 
-int ks_gcra_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
-                  const struct gcra_limits *l, struct gcra_result *r, const char **err)
+/* Stores r->new_tat at key if the step said so: slot i (-1 if absent, then created). */
+static int gcra_store(struct keyspace *ks, struct shard *sh, const struct ks_key *key, int64_t i,
+                      const struct gcra_result *r)
 {
-    struct shard *sh = shard_of(ks, key);
-    int64_t i = find(ks, sh, key, now);
-    const uint8_t *e = i >= 0 ? slot_entry(sh, (uint64_t)i) : NULL;
-    if (e != NULL && e_type(e) != KS_GCRA)
-        return KS_WRONGTYPE;
-    if (gcra_step(l, now, e != NULL, e != NULL ? e_val(e) : 0, r, err) != 0)
-        return -100;
     if (!r->store)
         return KS_OK;
     if (i < 0) {
@@ -903,6 +897,33 @@ int ks_gcra_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
     }
     set_gcra(sh, (uint64_t)i, r->new_tat);
     return KS_OK;
+}
+
+int ks_gcra_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
+                  const struct gcra_limits *l, struct gcra_result *r, const char **err)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    const uint8_t *e = i >= 0 ? slot_entry(sh, (uint64_t)i) : NULL;
+    if (e != NULL && e_type(e) != KS_GCRA)
+        return KS_WRONGTYPE;
+    if (gcra_step(l, now, e != NULL, e != NULL ? e_val(e) : 0, r, err) != 0)
+        return KS_LIMIT_ERR;
+    return gcra_store(ks, sh, key, i, r);
+}
+
+/* GCRA shares CL.THROTTLE's entry: the same KS_GCRA type and nanosecond TAT, expiring at it. */
+int ks_gcra_redis_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
+                        const struct gcra_redis_args *a, struct gcra_result *r, const char **err)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    const uint8_t *e = i >= 0 ? slot_entry(sh, (uint64_t)i) : NULL;
+    if (e != NULL && e_type(e) != KS_GCRA)
+        return KS_WRONGTYPE;
+    if (gcra_redis_step(a, now, e != NULL, e != NULL ? e_val(e) : 0, r, err) != 0)
+        return KS_LIMIT_ERR;
+    return gcra_store(ks, sh, key, i, r);
 }
 
 static size_t cring_bytes(uint32_t cap)

@@ -11,11 +11,21 @@
 #define THROTTLE_ARITY "-ERR wrong number of arguments for 'cl.throttle' command"
 #define ISALLOWED_ARITY "-ERR wrong number of arguments for 'isallowed' command"
 #define BAD_PERIOD "-ERR invalid period: must be between 1 and 3153600000 seconds"
+#define GCRA_ARITY "-ERR wrong number of arguments for 'gcra' command"
+#define GCRA_RANGE "-ERR value is out of range, value must between 1 and 9223372036854775807"
+#define GCRA_OVF_TOKENS                                                                            \
+    "-ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and " \
+    "TOKENS would cause an overflow"
+#define GCRA_OVF_BURST                                                                             \
+    "-ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and " \
+    "max_burst would cause an overflow"
 #define BAD_MAX_COUNT "-ERR invalid max_count: must be between 0 and 1000000 (window-max-count)"
 
 /* SPEC 2 worked example: EI = 2 s, DVT = 32 s; call i (1..16) is allowed with remaining 16 - i
  * and reset 2i s; calls 17..20 are limited, retry 2 s, reset 32 s. */
 #define EX "CL.THROTTLE user123 15 30 60 1"
+/* SPEC 10: GCRA with the same limit; EI = 2 s is whole microseconds, so the same replies. */
+#define GX "GCRA user123 15 30 60"
 
 const struct lc_case lc_cases[] = {
     {"throttle_worked_example",
@@ -201,6 +211,96 @@ const struct lc_case lc_cases[] = {
       {"ISALLOWED carol search 60 2", ":1"},
       {"UNLINK hist:{carol}:search", ":1"},
       {"ISALLOWED carol search 60 2", ":1"}}},
+
+    {"gcra_worked_example",
+     {{GX, "[0 16 15 -1 2]"},  {GX, "[0 16 14 -1 4]"},  {GX, "[0 16 13 -1 6]"},
+      {GX, "[0 16 12 -1 8]"},  {GX, "[0 16 11 -1 10]"}, {GX, "[0 16 10 -1 12]"},
+      {GX, "[0 16 9 -1 14]"},  {GX, "[0 16 8 -1 16]"},  {GX, "[0 16 7 -1 18]"},
+      {GX, "[0 16 6 -1 20]"},  {GX, "[0 16 5 -1 22]"},  {GX, "[0 16 4 -1 24]"},
+      {GX, "[0 16 3 -1 26]"},  {GX, "[0 16 2 -1 28]"},  {GX, "[0 16 1 -1 30]"},
+      {GX, "[0 16 0 -1 32]"},  {GX, "[1 16 0 2 32]"},   {GX, "[1 16 0 2 32]"},
+      {GX, "[1 16 0 2 32]"},   {GX, "[1 16 0 2 32]"}}},
+
+    {"gcra_tokens_and_the_request_that_never_passes",
+     {{"GCRA q 15 30 60 TOKENS 5", "[0 16 11 -1 10]"},
+      {"gcra q 15 30 60 tokens 11", "[0 16 0 -1 32]"},
+      {"GCRA q 15 30 60", "[1 16 0 2 32]"},
+      {"GCRA q 15 30 60 TOKENS 17", "[1 16 0 -1 32]"},
+      {"GCRA big 15 30 60 TOKENS 17", "[1 16 16 -1 0]"},
+      {"EXISTS big", ":0"},
+      {"GCRA big 15 30 60.0 TOKENS 16", "[0 16 0 -1 32]"}}},
+
+    {"gcra_and_cl_throttle_share_one_state",
+     {{"CL.THROTTLE s 15 30 60", "[0 16 15 -1 2]"},
+      {"GCRA s 15 30 60", "[0 16 14 -1 4]"},
+      {"CL.THROTTLE s 15 30 60", "[0 16 13 -1 6]"},
+      {"GCRA s 15 30 60 TOKENS 13", "[0 16 0 -1 32]"},
+      {"CL.THROTTLE s 15 30 60", "[1 16 0 2 32]"},
+      {"GCRA s 15 30 60", "[1 16 0 2 32]"},
+      {"TYPE s", "+string", "+rlim-gcra"},
+      {"PTTL s", ":30000..32001"},
+      {"DBSIZE", ":1"}}},
+
+    {"gcra_remaining_beside_cl_throttle",
+     /* EI 100.99 µs: GCRA rounds it to 101 µs, CL.THROTTLE keeps 100999 ns; both answer 1000
+      * remaining (redis-cell: 1009). Reset: GCRA ceils 101 µs to 1 s, CL.THROTTLE truncates to
+      * ms first, so 0. */
+     {{"GCRA f 1000 9901 1", "[0 1001 1000 -1 1]"},
+      {"CL.THROTTLE f2 1000 9901 1 1", "[0 1001 1000 -1 0]"}}},
+
+    {"gcra_zero_burst_and_expiry_at_the_tat",
+     {{"GCRA z 0 1 1", "[0 1 0 -1 1]"},
+      {"GCRA z 0 1 1", "[1 1 0 1 1]"},
+      {"PTTL z", ":1..1001"},
+      {"@gone z", NULL},
+      {"GCRA z 0 1 0.5", "[0 1 0 -1 1]"},
+      {"GCRA z 0 1 0.5", "[1 1 0 1 1]"}}},
+
+    {"gcra_validation_errors",
+     {{"GCRA", GCRA_ARITY},
+      {"GCRA k 1 2", GCRA_ARITY},
+      {"GCRA k 1 2 3 TOKENS 1 x", GCRA_ARITY},
+      {"GCRA k 1 2 3 TOKENS 1 TOKENS 2", GCRA_ARITY},
+      {"GCRA k x 2 3", NOTINT},
+      {"GCRA k 1.0 2 3", NOTINT},
+      {"GCRA k -1 2 3", "-ERR value is out of range, must be positive"},
+      {"GCRA k 1 x 3", NOTINT},
+      {"GCRA k 1 0 3", GCRA_RANGE},
+      {"GCRA k 1 -1 3", GCRA_RANGE},
+      {"GCRA k 1 2 x", "-ERR value is not a valid float"},
+      {"GCRA k 1 2 nan", "-ERR value is not a valid float"},
+      {"GCRA k 1 2 0", "-ERR period must be > 0 and < 1e12"},
+      {"GCRA k 1 2 -1", "-ERR period must be > 0 and < 1e12"},
+      {"GCRA k 1 2 1e12", "-ERR period must be > 0 and < 1e12"},
+      {"GCRA k 1 2 inf", "-ERR period must be > 0 and < 1e12"},
+      {"GCRA k 1 2 3 TOKENS", "-ERR Missing TOKENS value"},
+      {"GCRA k 1 2 3 COUNT 1", "-ERR syntax error"},
+      {"GCRA k 1 2 3 7", "-ERR syntax error"},
+      {"GCRA k 1 2 3 TOKENS 0", GCRA_RANGE},
+      {"GCRA k 1 2 3 TOKENS -2", GCRA_RANGE},
+      {"GCRA k 1 2 3 TOKENS 2.5", NOTINT},
+      {"GCRA k 9223372036854 1 1", GCRA_OVF_BURST},
+      {"GCRA k 0 1 1 TOKENS 9223372036855", GCRA_OVF_TOKENS},
+      {"GCRA k 0 1 999999999999", GCRA_OVF_TOKENS},
+      {"DBSIZE", ":0"},
+      {"GCRA k 9223372036853 1 1", "[0 9223372036854 9223372036853 -1 1]"},
+      {"GCRA k2 0 2000001 1", "[0 1 0 -1 1]"},
+      {"GCRA k3 0 1 1e-6", "[0 1 0 -1 1]"}}},
+
+    {"gcra_wrongtype_when_key_holds_other_state",
+     /* Arguments are checked before the key, overflow after it, as in Redis. */
+     {{"ISALLOWED w a 60 10", ":1"},
+      {"GCRA hist:{w}:a 1 2 3", WRONGTYPE},
+      {"GCRA hist:{w}:a -1 2 3", "-ERR value is out of range, must be positive"},
+      {"GCRA hist:{w}:a 9223372036854 1 1", WRONGTYPE},
+      {"SET str foo", "+OK"},
+      {"GCRA str 1 2 3", WRONGTYPE},
+      {"INCR n", ":1"},
+      {"GCRA n 1 2 3", WRONGTYPE},
+      {"GET n", "$1"},
+      {"GCRA g 15 30 60", "[0 16 15 -1 2]"},
+      {"ISALLOWED g a 60 10", ":1"},
+      {"INCR g", WRONGTYPE}}},
 
     {"isallowed_window_expires_after_period",
      {{"ISALLOWED dave x 1 2", ":1"},

@@ -185,7 +185,7 @@ def test_command_entries(d):
         parsed = {}
         T.check("COMMAND: go-redis's CommandsInfoCmd parser accepts it", False, str(e))
     T.eq("COMMAND COUNT matches COMMAND", c.call("COMMAND", "COUNT"), len(entries))
-    for name in ("cl.throttle", "isallowed"):
+    for name in ("cl.throttle", "gcra", "isallowed"):
         got = parsed.get(name)
         T.eq("COMMAND: go-redis routes %s by its first argument" % name,
              got and got[2:5], (1, 1, 1))

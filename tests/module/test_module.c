@@ -49,6 +49,8 @@ static void traffic(redisContext *c)
     for (int i = 0; i < 50; i++) {
         snprintf(cmd, sizeof cmd, "CL.THROTTLE g%d 15 30 3600 %d", i, 1 + i % 3);
         run_pipeline(c, 1 + i % 4, cmd);
+        snprintf(cmd, sizeof cmd, "GCRA r%d 15 30 3600 TOKENS %d", i, 1 + i % 4);
+        run_pipeline(c, 1 + i % 3, cmd);
         snprintf(cmd, sizeof cmd, "ISALLOWED u%d act 3600 %d", i, i % 5);
         run_pipeline(c, 1 + i % 7, cmd);
     }
@@ -338,6 +340,33 @@ Test(module, load_arguments)
         free(log);
         rs_stop(failed);
     }
+}
+
+/* GCRA is the module's only where the server has no GCRA: a server that has one (Redis's own, or
+ * here GET renamed to GCRA, which Debian's 7.0 lets us stage) keeps it. */
+Test(module, gcra_registered_only_where_the_server_has_none)
+{
+    struct rs_server *s = rs_start(NULL, NULL);
+    redisContext *c = it_connect(s->port);
+    redisReply *r = it_cmd(c, "COMMAND INFO gcra");
+    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+              r->element[0]->type == REDIS_REPLY_ARRAY);
+    cr_expect_eq(r->element[0]->element[1]->integer, -5, "GCRA's arity");
+    freeReplyObject(r);
+    IT_INTS(it_cmd(c, "GCRA k 15 30 60"), 0, 16, 15, -1, 2);
+    redisFree(c);
+    rs_stop(s);
+
+    s = rs_start(NULL, IT_ARGS("--rename-command", "GET", "GCRA"));
+    c = it_connect(s->port);
+    IT_STATUS(it_cmd(c, "SET k v"), "OK");
+    IT_BULK(it_cmd(c, "GCRA k"), "v");
+    IT_INTS(it_cmd(c, "CL.THROTTLE t 15 30 60"), 0, 16, 15, -1, 2);
+    char *log = it_read_file(s->log);
+    cr_expect(strstr(log, "has its own GCRA command") != NULL, "log lacks the notice:\n%s", log);
+    free(log);
+    redisFree(c);
+    rs_stop(s);
 }
 
 Test(module, a_second_load_is_refused_and_the_first_keeps_working)

@@ -13,6 +13,52 @@
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
+/* ---- util_parse_double (Redis 7's string2d; the differential test against redis-server is
+ * tests/integration/test_gcra.c) ---- */
+
+Test(util, parse_double_accepts_what_redis_accepts)
+{
+    static const struct {
+        const char *s;
+        double v;
+    } cases[] = {
+        {"0", 0}, {"1", 1}, {"-1.5", -1.5}, {"+2", 2}, {".5", 0.5}, {"5.", 5}, {"1e3", 1000},
+        {"1E-6", 1e-6}, {"0x10", 16}, {"inf", __builtin_inf()}, {"-Infinity", -__builtin_inf()},
+        {"999999999999.99", 999999999999.99}, {"4.9e-324", 4.9e-324},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double v = -42;
+        cr_expect_eq(util_parse_double(cases[i].s, strlen(cases[i].s), &v), 0, "'%s'",
+                     cases[i].s);
+        cr_expect_eq(v, cases[i].v, "'%s'", cases[i].s);
+    }
+}
+
+Test(util, parse_double_rejects_what_redis_rejects)
+{
+    static const char *const bad[] = {
+        "", " 1", "\t1", "\n1", "1 ", "1x", "x", "nan", "-nan", "1e400", "-1e400", "1e-400",
+        "1..2", "--1", "e5", ".",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        double v;
+        cr_expect_eq(util_parse_double(bad[i], strlen(bad[i]), &v), -1, "'%s' accepted", bad[i]);
+    }
+    double v;
+    /* An embedded NUL, and only len bytes are read. */
+    cr_expect_eq(util_parse_double("1\0002", 3, &v), -1);
+    cr_expect_eq(util_parse_double("12x", 2, &v), 0);
+    cr_expect_eq(v, 12);
+    /* The length limit: 255 bytes of a valid number pass, 256 do not. */
+    char buf[UTIL_DOUBLE_MAX_LEN + 2];
+    memset(buf, '0', sizeof buf);
+    buf[UTIL_DOUBLE_MAX_LEN - 1] = '7';
+    cr_expect_eq(util_parse_double(buf, UTIL_DOUBLE_MAX_LEN, &v), 0);
+    cr_expect_eq(v, 7);
+    buf[UTIL_DOUBLE_MAX_LEN] = '7';
+    cr_expect_eq(util_parse_double(buf, UTIL_DOUBLE_MAX_LEN + 1, &v), -1);
+}
+
 /* ---- util_parse_i64 ---- */
 
 Test(util, parse_i64_accepts_what_redis_accepts)
