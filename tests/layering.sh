@@ -24,7 +24,7 @@ check() {
 }
 
 upper='uv\.h|hiredis|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats)\.h|cmd_internal\.h|server_internal\.h|slowlog\.h'
-for f in gcra.c swlog.c isallowed.c keyspace.c hash.c clock.c util.c; do
+for f in gcra.c swlog.c isallowed.c keyspace.c hash.c clock.c util.c topk.c; do
     check "$f" "$upper" "the limiter core must not include I/O, protocol or anything above it"
 done
 for f in resp.c reply.c; do
