@@ -161,6 +161,9 @@ static const struct cmd_meta meta[] = {
      "transactions", "Depends on the queued commands", NULL, FLAG_SKIP_SLOWLOG},
     {"discard", NULL, NULL, NULL, NULL, "Discards the commands queued since MULTI", "2.0.0",
      "transactions", "O(N) where N is the number of queued commands", NULL, FLAG_ALLOW_BUSY},
+    {"limiter", NULL, NULL, NULL, "nondeterministic_output",
+     "A container for limiter statistics commands (TOP, HELP)", "0.1.0", "server",
+     "Depends on subcommand.", NULL, 0},
 };
 
 #define NMETA ((int)(sizeof(meta) / sizeof(meta[0])))

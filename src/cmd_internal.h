@@ -3,6 +3,7 @@
 #ifndef RLIMITD_CMD_INTERNAL_H
 #define RLIMITD_CMD_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rlimitd/cmd.h"
@@ -65,13 +66,35 @@ void reply_syntax_error(struct rbuf *out);
 void reply_ks_error(struct rbuf *out, int rc);
 
 
+/* Limiter decisions (cmd_limiter.c): counts one call of a limiter command into INFO limiter
+ * and, when it was limited, its key (x->keys[0]) into LIMITER TOP. Every limiter handler calls
+ * it once per decision; near = allowed with at most 10% of the capacity left (each command
+ * defines it, docs/COMMANDS.md "Observability"). The caller holds the key's shard lock. */
+void limiter_stats_count(struct cmd_ctx *x, enum stats_lim kind, int allowed, int near);
+/* The LIMITER TOP list, highest first: calls fn for at most n keys, under the sketch's lock. */
+typedef void (*limiter_top_fn)(void *ud, const char *key, size_t len, uint64_t count);
+void limiter_top_each(struct cmd_env *env, uint32_t n, limiter_top_fn fn, void *ud);
+void limiter_top_clear(struct cmd_env *env);
+struct limiter_top *limiter_top_create(uint32_t size);
+void limiter_top_destroy(struct limiter_top **tp);
+
+/* A counter of struct stats (at offset) summed over the I/O threads, minus its sum at the last
+ * CONFIG RESETSTAT (cmd_info.c); stats_reset makes every such figure start again from 0. */
+uint64_t stats_total(const struct cmd_env *env, size_t offset);
+void stats_reset(struct cmd_env *env);
+#define STATS_TOTAL(env, field) stats_total((env), offsetof(struct stats, field))
+#define STATS_LIM_OFF(field, k) (offsetof(struct stats, field) + (size_t)(k) * sizeof(uint64_t))
+#define STATS_CMD_OFF(i, field)                                                                   \
+    (offsetof(struct stats, cmd) + (size_t)(i) * sizeof(struct cmd_stats) +                        \
+     offsetof(struct cmd_stats, field))
+
 /* Handlers. */
 #define HANDLERS(X)                                                                               \
     X(throttle) X(isallowed) X(get) X(set) X(incr) X(incrby) X(decr) X(decrby) X(exists) X(del)   \
     X(type) X(ttl) X(pttl) X(expire) X(pexpire) X(persist) X(scan) X(dbsize) X(flushall)          \
     X(ping) X(echo) X(quit) X(reset) X(hello) X(auth) X(select) X(client) X(time) X(config)       \
     X(shutdown) X(save) X(bgsave) X(lastsave) X(slowlog) X(latency) X(info) X(command) X(multi)   \
-    X(exec) X(discard)
+    X(exec) X(discard) X(limiter)
 #define DECLARE_HANDLER(name) void cmd_##name(struct cmd_ctx *x);
 HANDLERS(DECLARE_HANDLER)
 #undef DECLARE_HANDLER

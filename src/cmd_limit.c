@@ -35,6 +35,8 @@ void cmd_throttle(struct cmd_ctx *x)
         reply_ks_error(x->out, rc);
         return;
     }
+    /* near: at most a tenth of the limit left (limit 1..9: nothing left). */
+    limiter_stats_count(x, LIM_THROTTLE, !r.limited, r.remaining <= r.limit / 10);
     rbuf_append(x->out, "*5\r\n", 4);
     reply_int(x->out, r.limited);
     reply_int(x->out, r.limit);
@@ -56,10 +58,14 @@ void cmd_isallowed(struct cmd_ctx *x)
         return;
     }
     int allowed;
-    int rc = ks_swlog_apply(x->env->ks, &x->keys[0], x->now, period_ms, max_count, &allowed);
+    int64_t in_window = 0;
+    int rc = ks_swlog_apply(x->env->ks, &x->keys[0], x->now, period_ms, max_count, &allowed,
+                            &in_window);
     if (rc != KS_OK) {
         reply_ks_error(x->out, rc);
         return;
     }
+    /* near: the window now holds at least 90% of max_count attempts, this one included. */
+    limiter_stats_count(x, LIM_ISALLOWED, allowed, in_window * 10 >= max_count * 9);
     reply_int(x->out, allowed);
 }

@@ -161,9 +161,9 @@ Test(keyspace, wrong_types)
     gcra_prepare(1, 1, 1, 1, &l, &err);
     ks_set(ks, &k, T0, "x", 1, 0, 0);
     cr_assert_eq(ks_gcra_apply(ks, &k, T0, &l, &r, &err), KS_WRONGTYPE);
-    cr_assert_eq(ks_swlog_apply(ks, &k, T0, 1000, 5, &allowed), KS_WRONGTYPE);
+    cr_assert_eq(ks_swlog_apply(ks, &k, T0, 1000, 5, &allowed, NULL), KS_WRONGTYPE);
     ks_del(ks, &k, T0);
-    cr_assert_eq(ks_swlog_apply(ks, &k, T0, 1000, 5, &allowed), KS_OK);
+    cr_assert_eq(ks_swlog_apply(ks, &k, T0, 1000, 5, &allowed, NULL), KS_OK);
     cr_assert_eq(ks_gcra_apply(ks, &k, T0, &l, &r, &err), KS_WRONGTYPE);
     cr_assert_eq(ks_incrby(ks, &k, T0, 1, &v), KS_WRONGTYPE);
     /* SET replaces any type, as in Redis. */
@@ -176,12 +176,12 @@ Test(keyspace, swlog_counts_and_bounds_memory)
     struct ks_key k = key("hist:{u}:login");
     int allowed;
     for (int i = 0; i < 3; i++) {
-        cr_assert_eq(ks_swlog_apply(ks, &k, T0 + i * MS, 60000, 3, &allowed), KS_OK);
+        cr_assert_eq(ks_swlog_apply(ks, &k, T0 + i * MS, 60000, 3, &allowed, NULL), KS_OK);
         cr_assert_eq(allowed, 1, "attempt %d", i);
     }
     /* Denied attempts count too, and at most max_count + 1 are kept. */
     for (int i = 3; i < 1000; i++) {
-        cr_assert_eq(ks_swlog_apply(ks, &k, T0 + i * MS, 60000, 3, &allowed), KS_OK);
+        cr_assert_eq(ks_swlog_apply(ks, &k, T0 + i * MS, 60000, 3, &allowed, NULL), KS_OK);
         cr_assert_eq(allowed, 0);
     }
     struct ks_value v;
@@ -190,7 +190,7 @@ Test(keyspace, swlog_counts_and_bounds_memory)
     /* Expires a period after the newest attempt. */
     cr_assert_eq(ks_ttl_ns(ks, &k, T0 + 999 * MS), 60 * SEC);
     /* A minute after the last attempt, allowed again (the key has expired). */
-    cr_assert_eq(ks_swlog_apply(ks, &k, T0 + 61 * SEC, 60000, 3, &allowed), KS_OK);
+    cr_assert_eq(ks_swlog_apply(ks, &k, T0 + 61 * SEC, 60000, 3, &allowed, NULL), KS_OK);
     cr_assert_eq(allowed, 1);
 }
 
@@ -198,10 +198,10 @@ Test(keyspace, swlog_same_millisecond_attempts_are_distinct)
 {
     struct ks_key k = key("hist:{u}:a");
     int allowed;
-    ks_swlog_apply(ks, &k, T0, 1000, 2, &allowed);
-    ks_swlog_apply(ks, &k, T0, 1000, 2, &allowed);
+    ks_swlog_apply(ks, &k, T0, 1000, 2, &allowed, NULL);
+    ks_swlog_apply(ks, &k, T0, 1000, 2, &allowed, NULL);
     cr_assert_eq(allowed, 1);
-    ks_swlog_apply(ks, &k, T0, 1000, 2, &allowed);
+    ks_swlog_apply(ks, &k, T0, 1000, 2, &allowed, NULL);
     cr_assert_eq(allowed, 0);
 }
 
@@ -215,7 +215,7 @@ Test(keyspace, memory_returns_to_baseline)
         if (i % 2)
             ks_set(ks, &k, T0, "some string value", 17, 0, 0);
         else
-            ks_swlog_apply(ks, &k, T0, 1000, 10, &allowed);
+            ks_swlog_apply(ks, &k, T0, 1000, 10, &allowed, NULL);
     }
     cr_assert_gt(ks_used_memory(ks), base + 20000 * 32);
     for (unsigned s = 0; s < ks_nshards(ks); s++)
@@ -888,7 +888,7 @@ Test(keyspace, window_log_representations_decide_alike)
                 now -= 60LL * 86400 * SEC;
             int64_t period = 5000;
             int allowed;
-            cr_assert_eq(ks_swlog_apply(ks, &k, now, period, maxes[c], &allowed), KS_OK);
+            cr_assert_eq(ks_swlog_apply(ks, &k, now, period, maxes[c], &allowed, NULL), KS_OK);
             swlog_trim(ref, now / MS, period);
             int want = swlog_record(ref, now / MS, maxes[c]);
             cr_assert_eq(allowed, want, "case %d step %d", c, step);
