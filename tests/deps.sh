@@ -10,6 +10,7 @@ packages=(
     libcriterion-dev                                             # unit and integration tests
     redis-tools                                                  # redis-cli, redis-benchmark
     redis-server                                                 # the bench's baseline
+    prometheus                                                   # promtool check metrics (tests)
     python3 coreutils procps                                     # scripts, timeout, ps
     python3-redis                                                # the module's cluster test
 )
