@@ -45,7 +45,7 @@ check busypoll.c 'uv\.h|hiredis|time\.h|rlimitd/(resp|cmd|server|conf|log|snap|p
 # The Redis module links only rlimit_limiter: Redis is its keyspace, network and persistence.
 for f in module/*.c; do
     check "$f" 'uv\.h|hiredis|xxhash|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats|keyspace|clock|hash)\.h|cmd_internal\.h|server_internal\.h|slowlog\.h' \
-        "the module may use only the limiter (gcra, swlog, isallowed, util) and the module API"
+        "the module may use only the limiter (gcra, swlog, isallowed, util, topk) and the module API"
 done
 echo "layering: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]
