@@ -43,7 +43,13 @@ struct limiter_top *limiter_top_create(uint32_t size)
     struct limiter_top *top = calloc(1, sizeof(*top));
     if (top == NULL)
         abort();
-    pthread_mutex_init(&top->lock, NULL);
+    /* Adaptive: a thread finding it held spins briefly before sleeping, as the section is a
+     * few hundred nanoseconds and a futex sleep and wake-up would cost more. */
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&top->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
     /* A per-process random seed: a client cannot aim keys at one probe run of the sketch. */
     FILE *f = fopen("/dev/urandom", "rb");
     if (f != NULL) {
@@ -92,9 +98,11 @@ void limiter_stats_count(struct cmd_ctx *x, enum stats_lim kind, int allowed, in
     struct limiter_top *top = x->env->top;
     if (allowed || top == NULL || x->nkeys < 1)
         return;
+    /* The hash outside the lock: the seed never changes, even when the sketch is resized. */
+    uint64_t h = topk_hash(top->seed, x->keys[0].p, x->keys[0].len);
     pthread_mutex_lock(&top->lock);
     top_fit(x->env, top);
-    topk_add(top->t, x->keys[0].p, x->keys[0].len);
+    topk_add_hashed(top->t, x->keys[0].p, x->keys[0].len, h);
     pthread_mutex_unlock(&top->lock);
 }
 

@@ -182,9 +182,18 @@ static void set_key(struct slot *s, uint64_t hash, const char *key, size_t len)
     memcpy(s->key, key, kept(len));
 }
 
+uint64_t topk_hash(const uint8_t seed[16], const char *key, size_t len)
+{
+    return hash_siphash13(key, len, seed);
+}
+
 void topk_add(struct topk *t, const char *key, size_t len)
 {
-    uint64_t hash = hash_siphash13(key, len, t->seed);
+    topk_add_hashed(t, key, len, topk_hash(t->seed, key, len));
+}
+
+void topk_add_hashed(struct topk *t, const char *key, size_t len, uint64_t hash)
+{
     t->total++;
     for (uint64_t i = hash & t->mask; t->table[i] != 0; i = (i + 1) & t->mask) {
         struct slot *s = &t->slots[t->table[i] - 1];

@@ -47,6 +47,10 @@ void topk_clear(struct topk *t);
 
 /* Counts one event of key. */
 void topk_add(struct topk *t, const char *key, size_t len);
+/* The same with hash = topk_hash(seed, key, len) computed beforehand (seed: the one given to
+ * topk_init), so that a caller serializing calls with a lock can hash outside it. */
+uint64_t topk_hash(const uint8_t seed[16], const char *key, size_t len);
+void topk_add_hashed(struct topk *t, const char *key, size_t len, uint64_t hash);
 
 /* Events added since init or the last clear (N above). */
 uint64_t topk_total(const struct topk *t);
