@@ -899,3 +899,44 @@ Test(keyspace, window_log_representations_decide_alike)
         free(ref);
     }
 }
+
+/* INFO limiter_keys: entries of GCRA or window-log type, through every way a key comes and goes
+ * or changes type. */
+Test(keyspace, limiter_key_count_follows_types)
+{
+    struct gcra_limits l;
+    const char *err;
+    struct gcra_result r;
+    int allowed;
+    int64_t in_window = -1;
+    cr_assert_eq(gcra_prepare(0, 1, 60, 1, &l, &err), 0);
+    struct ks_key g = key("g"), w = key("w"), s = key("s");
+    cr_expect_eq(ks_limiter_key_count(ks), 0);
+    cr_assert_eq(ks_gcra_apply(ks, &g, T0, &l, &r, &err), KS_OK);
+    cr_assert_eq(ks_swlog_apply(ks, &w, T0, 60000, 3, &allowed, &in_window), KS_OK);
+    cr_expect_eq(in_window, 1);
+    cr_assert_eq(ks_swlog_apply(ks, &w, T0 + MS, 60000, 3, &allowed, &in_window), KS_OK);
+    cr_expect_eq(in_window, 2);
+    cr_assert_eq(ks_set(ks, &s, T0, "1", 1, 0, 0), 1);
+    cr_expect_eq(ks_limiter_key_count(ks), 2);
+    cr_expect_eq(ks_key_count(ks), 3);
+    /* SET over limiter state turns it into a string. */
+    cr_assert_eq(ks_set(ks, &g, T0, "x", 1, 0, 0), 1);
+    cr_expect_eq(ks_limiter_key_count(ks), 1);
+    cr_assert_eq(ks_del(ks, &w, T0), 1);
+    cr_expect_eq(ks_limiter_key_count(ks), 0);
+    /* Expiry: the GCRA key goes at its TAT. */
+    struct ks_key e = key("e");
+    cr_assert_eq(ks_gcra_apply(ks, &e, T0, &l, &r, &err), KS_OK);
+    cr_expect_eq(ks_limiter_key_count(ks), 1);
+    cr_expect_eq(ks_get(ks, &e, T0 + 3600 * SEC, NULL), KS_NONE);
+    cr_expect_eq(ks_limiter_key_count(ks), 0);
+    /* Restore over a string, then flush. */
+    struct ks_record rec = {.type = KS_GCRA, .key = "s", .klen = 1, .expire = T0 + SEC,
+                            .i = T0 + SEC};
+    cr_assert_eq(ks_restore(ks, &rec, T0), 1);
+    cr_expect_eq(ks_limiter_key_count(ks), 1);
+    for (unsigned sh = 0; sh < ks_nshards(ks); sh++)
+        ks_flush_shard(ks, sh);
+    cr_expect_eq(ks_limiter_key_count(ks), 0);
+}
