@@ -524,6 +524,26 @@ Test(observability, grafana_dashboard_metrics_exist)
         p += n;
     }
     cr_expect_geq(checked, 6, "the dashboard should query the limiter metrics");
+    /* Every query parses as PromQL: promtool checks them as recording rules, with Grafana's
+     * variables replaced by what Grafana would put there. */
+    char *out = NULL;
+    int st = it_run(&out,
+                    "python3 - '%s' '%s/rules.yml' <<'EOF'\n"
+                    "import json, sys\n"
+                    "d = json.load(open(sys.argv[1]))\n"
+                    "exprs = [t['expr'] for p in d['panels'] for t in p.get('targets', [])]\n"
+                    "exprs.append(d['templating']['list'][0]['query'].replace("
+                    "'label_values(rlimitd_keys, instance)', 'rlimitd_keys'))\n"
+                    "with open(sys.argv[2], 'w') as f:\n"
+                    "    f.write('groups:\\n- name: dashboard\\n  rules:\\n')\n"
+                    "    for i, e in enumerate(exprs):\n"
+                    "        e = e.replace('$__rate_interval', '5m').replace('$instance', '.*')\n"
+                    "        f.write('  - record: dashboard:q%%d\\n    expr: %%s\\n' %% (i, json.dumps(e)))\n"
+                    "EOF\n"
+                    "promtool check rules '%s/rules.yml'",
+                    path, d->dir, d->dir);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "dashboard queries:\n%s", out);
+    free(out);
     free(json);
     free(m);
     redisFree(c);
