@@ -42,6 +42,9 @@ done
 # The busy-poll policy takes its times as arguments, so that it is tested on a simulated loop.
 check busypoll.c 'uv\.h|hiredis|time\.h|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats|keyspace|clock|hash|util|gcra|swlog|isallowed)\.h|server_internal\.h' \
     "busypoll.c is pure bookkeeping: no libuv, no clock, nothing but busypoll.h"
+# The metrics listener formats nothing itself: it serves what cmd_metrics renders.
+check metrics_http.c 'rlimitd/(keyspace|persist|snap|resp)\.h|cmd_internal\.h|hiredis' \
+    "metrics_http.c serves cmd_metrics' text; it reads no keyspace or command internals"
 # The Redis module links only rlimit_limiter: Redis is its keyspace, network and persistence.
 for f in module/*.c; do
     check "$f" 'uv\.h|hiredis|xxhash|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats|keyspace|clock|hash)\.h|cmd_internal\.h|server_internal\.h|slowlog\.h' \
