@@ -43,9 +43,8 @@ static enum MHD_Result answer_text(struct MHD_Connection *conn, unsigned status,
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **req_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls)
 {
     static int first_call_seen;
     struct cmd_env *env = cls;

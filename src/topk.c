@@ -19,15 +19,15 @@ struct slot {
     uint64_t hash;
     uint64_t count;
     uint64_t error;
-    size_t len;      /* the key's full length */
+    size_t len; /* the key's full length */
     uint32_t heap_at;
     char key[TOPK_KEY_MAX];
 };
 
 struct topk {
-    uint32_t k;      /* counters */
-    uint32_t used;   /* counters holding a key */
-    uint64_t mask;   /* table slots - 1 */
+    uint32_t k;    /* counters */
+    uint32_t used; /* counters holding a key */
+    uint64_t mask; /* table slots - 1 */
     uint64_t total;
     uint8_t seed[16];
     struct slot *slots;

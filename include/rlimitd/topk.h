@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TOPK_KEY_MAX 256    /* bytes of a key kept and listed */
-#define TOPK_MIN_SIZE 10    /* limiter-top-size's range */
+#define TOPK_KEY_MAX 256 /* bytes of a key kept and listed */
+#define TOPK_MIN_SIZE 10 /* limiter-top-size's range */
 #define TOPK_MAX_SIZE 100000
 
 struct topk;
@@ -29,9 +29,9 @@ struct topk;
 /* One listed key. key points into the sketch: valid until the next call that changes it. */
 struct topk_item {
     const char *key;
-    size_t len;      /* bytes at key (at most TOPK_KEY_MAX) */
-    uint64_t count;  /* estimated count: true count <= count */
-    uint64_t error;  /* true count >= count - error */
+    size_t len;     /* bytes at key (at most TOPK_KEY_MAX) */
+    uint64_t count; /* estimated count: true count <= count */
+    uint64_t error; /* true count >= count - error */
 };
 
 /* Bytes needed for a sketch of k counters (TOPK_MIN_SIZE <= k <= TOPK_MAX_SIZE), 0 if k is out

@@ -80,8 +80,8 @@ static void promtool_accepts(const struct it_daemon *d, const char *text)
 
 /* ---- helpers ---- */
 
-static void expect_limiter(redisContext *c, long long ta, long long tl, long long ia,
-                           long long id, long long near, long long keys)
+static void expect_limiter(redisContext *c, long long ta, long long tl, long long ia, long long id,
+                           long long near, long long keys)
 {
     cr_expect_eq(it_info_int(c, "limiter", "throttle_allowed"), ta);
     cr_expect_eq(it_info_int(c, "limiter", "throttle_limited"), tl);
@@ -102,10 +102,8 @@ static void expect_metrics(const char *m, double ta, double tl, double ia, doubl
                  tl);
     cr_expect_eq(metric(m, "rlimitd_requests_total{command=\"gcra\",result=\"allowed\"}"), 0);
     cr_expect_eq(metric(m, "rlimitd_requests_total{command=\"gcra\",result=\"limited\"}"), 0);
-    cr_expect_eq(metric(m, "rlimitd_requests_total{command=\"isallowed\",result=\"allowed\"}"),
-                 ia);
-    cr_expect_eq(metric(m, "rlimitd_requests_total{command=\"isallowed\",result=\"limited\"}"),
-                 id);
+    cr_expect_eq(metric(m, "rlimitd_requests_total{command=\"isallowed\",result=\"allowed\"}"), ia);
+    cr_expect_eq(metric(m, "rlimitd_requests_total{command=\"isallowed\",result=\"limited\"}"), id);
     cr_expect_eq(metric(m, "rlimitd_near_limit_total"), near);
     cr_expect_eq(metric(m, "rlimitd_limiter_keys"), keys);
 }
@@ -194,8 +192,9 @@ Test(observability, counters_exact_across_clients_info_metrics_resetstat)
     redisReply *r = it_cmd(c, "LIMITER TOP");
     cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 10);
-    const char *want[10] = {"t:0", "t:1", "t:2", "t:3", "hist:{u0}:act", "hist:{u1}:act",
-                            "hist:{u2}:act", "hist:{u3}:act", "m:0", "m:1"};
+    const char *want[10] = {
+        "t:0",           "t:1",           "t:2",           "t:3", "hist:{u0}:act",
+        "hist:{u1}:act", "hist:{u2}:act", "hist:{u3}:act", "m:0", "m:1"};
     const long long wantn[10] = {3, 3, 3, 3, 2, 2, 2, 2, 1, 1};
     for (size_t i = 0; i < 10; i++) {
         redisReply *p = r->element[i];
@@ -300,7 +299,7 @@ Test(observability, top_lists_heavy_keys_within_bound)
         ev[i] = ev[j];
         ev[j] = t;
     }
-    char (*names)[16] = malloc(sizeof(*names) * SINGLES);
+    char(*names)[16] = malloc(sizeof(*names) * SINGLES);
     const char **keys = malloc(sizeof(char *) * (size_t)(nev + SINGLES));
     int nk = 0;
     for (int i = 0; i < nev; i++) {
@@ -427,8 +426,7 @@ Test(observability, metrics_http_paths_and_hostile_clients)
     cr_expect(strstr(resp, " 405 ") != NULL, "%.200s", resp);
     free(resp);
     resp = http_raw(mport, "\x01\x02 garbage\r\n\r\n");
-    cr_expect(strncmp(resp, "HTTP/1.", 7) != 0 || strstr(resp, " 400 ") != NULL, "%.200s",
-              resp);
+    cr_expect(strncmp(resp, "HTTP/1.", 7) != 0 || strstr(resp, " 400 ") != NULL, "%.200s", resp);
     free(resp);
 
     /* Slow clients: connections that send half a request and stall. The RESP side answers
@@ -527,21 +525,22 @@ Test(observability, grafana_dashboard_metrics_exist)
     /* Every query parses as PromQL: promtool checks them as recording rules, with Grafana's
      * variables replaced by what Grafana would put there. */
     char *out = NULL;
-    int st = it_run(&out,
-                    "python3 - '%s' '%s/rules.yml' <<'EOF'\n"
-                    "import json, sys\n"
-                    "d = json.load(open(sys.argv[1]))\n"
-                    "exprs = [t['expr'] for p in d['panels'] for t in p.get('targets', [])]\n"
-                    "exprs.append(d['templating']['list'][0]['query'].replace("
-                    "'label_values(rlimitd_keys, instance)', 'rlimitd_keys'))\n"
-                    "with open(sys.argv[2], 'w') as f:\n"
-                    "    f.write('groups:\\n- name: dashboard\\n  rules:\\n')\n"
-                    "    for i, e in enumerate(exprs):\n"
-                    "        e = e.replace('$__rate_interval', '5m').replace('$instance', '.*')\n"
-                    "        f.write('  - record: dashboard:q%%d\\n    expr: %%s\\n' %% (i, json.dumps(e)))\n"
-                    "EOF\n"
-                    "promtool check rules '%s/rules.yml'",
-                    path, d->dir, d->dir);
+    int st = it_run(
+        &out,
+        "python3 - '%s' '%s/rules.yml' <<'EOF'\n"
+        "import json, sys\n"
+        "d = json.load(open(sys.argv[1]))\n"
+        "exprs = [t['expr'] for p in d['panels'] for t in p.get('targets', [])]\n"
+        "exprs.append(d['templating']['list'][0]['query'].replace("
+        "'label_values(rlimitd_keys, instance)', 'rlimitd_keys'))\n"
+        "with open(sys.argv[2], 'w') as f:\n"
+        "    f.write('groups:\\n- name: dashboard\\n  rules:\\n')\n"
+        "    for i, e in enumerate(exprs):\n"
+        "        e = e.replace('$__rate_interval', '5m').replace('$instance', '.*')\n"
+        "        f.write('  - record: dashboard:q%%d\\n    expr: %%s\\n' %% (i, json.dumps(e)))\n"
+        "EOF\n"
+        "promtool check rules '%s/rules.yml'",
+        path, d->dir, d->dir);
     cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "dashboard queries:\n%s", out);
     free(out);
     free(json);
