@@ -266,7 +266,7 @@ static void bench_swlog_apply(const struct keys *k, long ops, int64_t now)
             unsigned sh = ks_shard(ks, &key);
             now += STEP_NS;
             ks_lock(ks, sh);
-            if (ks_swlog_apply(ks, &key, now, 60000, 10, &allowed) != KS_OK)
+            if (ks_swlog_apply(ks, &key, now, 60000, 10, &allowed, NULL) != KS_OK)
                 abort();
             ks_unlock(ks, sh);
             acc += allowed;

@@ -6,10 +6,11 @@ set -euo pipefail
 
 packages=(
     meson ninja-build pkg-config gcc clang libclang-rt-14-dev   # build, sanitizers, libFuzzer
-    libuv1-dev libhiredis-dev libxxhash-dev                      # the daemon's libraries
+    libuv1-dev libhiredis-dev libxxhash-dev libmicrohttpd-dev    # the daemon's libraries
     libcriterion-dev                                             # unit and integration tests
     redis-tools                                                  # redis-cli, redis-benchmark
     redis-server                                                 # the bench's baseline
+    prometheus                                                   # promtool check metrics (tests)
     python3 coreutils procps                                     # scripts, timeout, ps
     python3-redis                                                # the module's cluster test
 )

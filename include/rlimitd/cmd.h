@@ -65,6 +65,7 @@ struct server_hooks {
 };
 
 struct slowlog;
+struct limiter_top;
 
 /* State shared by every connection. */
 struct cmd_env {
@@ -83,6 +84,8 @@ struct cmd_env {
     int64_t tcp_port;             /* the port actually listened on */
     const char *io_sched;         /* the I/O threads' scheduling class as applied, for INFO */
     struct slowlog *slowlog;
+    struct stats *stats_base;     /* the sums at the last CONFIG RESETSTAT (cmd_info.c) */
+    struct limiter_top *top;      /* LIMITER TOP's sketch (cmd_limiter.c) */
 };
 
 /* Sets up env fields that need it (lock, run_id, slowlog). ks, conf, stats are the caller's. */
@@ -101,6 +104,10 @@ void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
 /* Called every 100 ms by the server: samples the command counter so INFO can report
  * instantaneous_ops_per_sec. */
 void info_sample_ops(struct cmd_env *env);
+
+/* Appends the Prometheus text exposition of the counters (cmd_metrics.c, docs/COMMANDS.md
+ * "Observability") to out. Thread safe: the metrics listener calls it from its own thread. */
+void cmd_metrics(struct cmd_env *env, struct rbuf *out);
 
 /* The command table, for COMMAND and stats. */
 int cmd_count(void);

@@ -42,6 +42,8 @@ struct conf {
     int64_t client_output_buffer_limit; /* pending output bytes before a client stops being read */
     int64_t slowlog_log_slower_than;    /* microseconds; -1 disables */
     int64_t slowlog_max_len;
+    int64_t limiter_top_size;           /* counters of LIMITER TOP's sketch (topk.h) */
+    int64_t metrics_port;               /* HTTP /metrics port; 0 = off */
 };
 
 /* Fills *c with the defaults. Every string field is then a malloc'd string, never NULL (an unset

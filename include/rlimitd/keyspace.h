@@ -57,6 +57,8 @@ uint64_t ks_used_memory(const struct keyspace *ks);
 /* Live entries (may include expired ones not yet reclaimed) and those with an expiry. */
 uint64_t ks_key_count(const struct keyspace *ks);
 uint64_t ks_expires_count(const struct keyspace *ks);
+/* Live entries holding limiter state (KS_GCRA, KS_SWLOG), counted as ks_key_count is. */
+uint64_t ks_limiter_key_count(const struct keyspace *ks);
 
 /* ---- limiter state ---- */
 
@@ -70,9 +72,11 @@ int ks_gcra_redis_apply(struct keyspace *ks, const struct ks_key *key, int64_t n
                         const struct gcra_redis_args *a, struct gcra_result *r, const char **err);
 
 /* One ISALLOWED on key: records an attempt at now (ms) in the window log, sets *allowed, and
- * expires the key period_ms after the newest attempt. Returns KS_OK, KS_WRONGTYPE, KS_OOM. */
+ * expires the key period_ms after the newest attempt. If in_window is not NULL and the attempt
+ * was allowed, *in_window is the number of attempts now in the window, this one included.
+ * Returns KS_OK, KS_WRONGTYPE, KS_OOM. */
 int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t period_ms,
-                   int64_t max_count, int *allowed);
+                   int64_t max_count, int *allowed, int64_t *in_window);
 
 /* ---- strings and counters ---- */
 

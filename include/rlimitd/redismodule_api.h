@@ -56,7 +56,9 @@ typedef struct RedisModuleDigest RedisModuleDigest;
 typedef struct RedisModuleCommand RedisModuleCommand;
 typedef struct RedisModuleCallReply RedisModuleCallReply;
 
+typedef struct RedisModuleInfoCtx RedisModuleInfoCtx;
 typedef int (*RedisModuleCmdFunc)(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+typedef void (*RedisModuleInfoFunc)(RedisModuleInfoCtx *ctx, int for_crash_report);
 typedef void *(*RedisModuleTypeLoadFunc)(RedisModuleIO *rdb, int encver);
 typedef void (*RedisModuleTypeSaveFunc)(RedisModuleIO *rdb, void *value);
 typedef void (*RedisModuleTypeRewriteFunc)(RedisModuleIO *aof, RedisModuleString *key,
@@ -131,6 +133,11 @@ typedef struct RedisModuleCommandInfo {
     X(int, ReplyWithSimpleString, (RedisModuleCtx * ctx, const char *msg))                         \
     X(int, ReplyWithArray, (RedisModuleCtx * ctx, long len))                                       \
     X(int, ReplyWithLongLong, (RedisModuleCtx * ctx, long long ll))                                \
+    X(int, ReplyWithStringBuffer, (RedisModuleCtx * ctx, const char *buf, size_t len))             \
+    X(int, RegisterInfoFunc, (RedisModuleCtx * ctx, RedisModuleInfoFunc cb))                       \
+    X(int, InfoAddSection, (RedisModuleInfoCtx * ctx, const char *name))                           \
+    X(int, InfoAddFieldULongLong,                                                                  \
+      (RedisModuleInfoCtx * ctx, const char *field, unsigned long long value))                     \
     X(int, Replicate, (RedisModuleCtx * ctx, const char *cmdname, const char *fmt, ...))          \
     X(int, ReplicateVerbatim, (RedisModuleCtx * ctx))                                              \
     X(void, EmitAOF, (RedisModuleIO * io, const char *cmdname, const char *fmt, ...))             \

@@ -12,6 +12,9 @@
 enum stats_err { ERRSTAT_ERR = 0, ERRSTAT_WRONGTYPE, ERRSTAT_NOAUTH, ERRSTAT_WRONGPASS,
                  ERRSTAT_OOM, ERRSTAT_NOPROTO, ERRSTAT_EXECABORT, ERRSTAT_OTHER, ERRSTAT_COUNT };
 
+/* The limiters whose decisions INFO limiter and /metrics count. */
+enum stats_lim { LIM_THROTTLE = 0, LIM_GCRA, LIM_ISALLOWED, LIM_COUNT };
+
 struct cmd_stats {
     _Atomic uint64_t calls;
     _Atomic uint64_t usec;
@@ -30,6 +33,9 @@ struct stats {
     _Atomic uint64_t busy_poll_spins;   /* times the loop started polling without sleeping */
     _Atomic uint64_t busy_poll_backoffs; /* ... and stopped because its CPU was contended */
     _Atomic uint64_t errors[ERRSTAT_COUNT];
+    _Atomic uint64_t lim_allowed[LIM_COUNT]; /* limiter decisions (cmd_limiter.c) */
+    _Atomic uint64_t lim_limited[LIM_COUNT];
+    _Atomic uint64_t near_limit;             /* allowed with at most 10% of the capacity left */
     struct cmd_stats cmd[STATS_MAX_CMDS];
 };
 

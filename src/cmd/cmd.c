@@ -260,6 +260,10 @@ void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
     for (int i = 0; i < 20; i++)
         snprintf(env->run_id + 2 * i, 3, "%02x", rnd[i] ^ (unsigned char)(env->start_ns >> i));
     env->slowlog = slowlog_create();
+    env->stats_base = calloc(1, sizeof(struct stats));
+    if (env->stats_base == NULL)
+        abort();
+    env->top = limiter_top_create((uint32_t)conf->limiter_top_size);
     clock_ticks_to_us(0); /* calibrate now, not during the first command */
     atomic_store(&env->auth_required, conf->requirepass != NULL && conf->requirepass[0] != '\0');
 }
@@ -267,6 +271,9 @@ void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
 void cmd_env_deinit(struct cmd_env *env)
 {
     slowlog_destroy(&env->slowlog);
+    limiter_top_destroy(&env->top);
+    free(env->stats_base);
+    env->stats_base = NULL;
     pthread_mutex_destroy(&env->conf_lock);
     pthread_mutex_destroy(&env->names_lock);
 }

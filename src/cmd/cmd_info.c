@@ -63,8 +63,44 @@ static uint64_t sum_counter(const struct cmd_env *env, size_t offset)
     return n;
 }
 
+/* ---- CONFIG RESETSTAT ----
+ *
+ * The counters are written by their own thread only, without locked instructions, so another
+ * thread cannot zero them (a write racing the owner's load + store would be lost, or undo the
+ * reset). RESETSTAT instead records every counter's current sum in env->stats_base, and the
+ * figures INFO and /metrics show are the sums minus that base. Counters only grow, so the
+ * difference is never negative; `dirty` (snapshots) and the ops rate read the raw sums. */
+
+#define STATS_WORDS (sizeof(struct stats) / sizeof(_Atomic uint64_t))
+_Static_assert(sizeof(struct stats) % sizeof(_Atomic uint64_t) == 0, "stats holds only counters");
+
+static pthread_mutex_t reset_lock = PTHREAD_MUTEX_INITIALIZER;
+
+uint64_t stats_total(const struct cmd_env *env, size_t offset)
+{
+    uint64_t n = sum_counter(env, offset);
+    if (env->stats_base == NULL)
+        return n;
+    uint64_t base = stats_get((_Atomic uint64_t *)((char *)env->stats_base + offset));
+    return n >= base ? n - base : 0;
+}
+
+void stats_reset(struct cmd_env *env)
+{
+    if (env->stats_base == NULL)
+        return;
+    pthread_mutex_lock(&reset_lock);
+    _Atomic uint64_t *base = (_Atomic uint64_t *)env->stats_base;
+    for (size_t w = 0; w < STATS_WORDS; w++)
+        atomic_store_explicit(&base[w], sum_counter(env, w * sizeof(_Atomic uint64_t)),
+                              memory_order_relaxed);
+    pthread_mutex_unlock(&reset_lock);
+    limiter_top_clear(env);
+}
+
 /* Offsets of a counter in struct stats, for sum_counter. */
 #define SUM(env, field) sum_counter((env), offsetof(struct stats, field))
+#define TOTAL(env, field) stats_total((env), offsetof(struct stats, field))
 #define CMD_OFF(i, field)                                                                          \
     (offsetof(struct stats, cmd) + (size_t)(i) * sizeof(struct cmd_stats) +                        \
      offsetof(struct cmd_stats, field))
@@ -290,18 +326,18 @@ static void sec_stats(struct info *in)
     struct cmd_env *env = in->env;
     uint64_t errors = 0;
     for (int e = 0; e < ERRSTAT_COUNT; e++)
-        errors += sum_counter(env, ERR_OFF(e));
-    add(in->b, "total_connections_received:%" PRIu64, SUM(env, connections));
-    add(in->b, "total_commands_processed:%" PRIu64, SUM(env, commands));
+        errors += stats_total(env, ERR_OFF(e));
+    add(in->b, "total_connections_received:%" PRIu64, TOTAL(env, connections));
+    add(in->b, "total_commands_processed:%" PRIu64, TOTAL(env, commands));
     add(in->b, "instantaneous_ops_per_sec:%" PRIu64, ops_per_sec(env));
-    add(in->b, "total_net_input_bytes:%" PRIu64, SUM(env, net_input_bytes));
-    add(in->b, "total_net_output_bytes:%" PRIu64, SUM(env, net_output_bytes));
-    add(in->b, "rejected_connections:%" PRIu64, SUM(env, rejected_conns));
-    add(in->b, "expired_keys:%" PRIu64, SUM(env, expired_keys));
+    add(in->b, "total_net_input_bytes:%" PRIu64, TOTAL(env, net_input_bytes));
+    add(in->b, "total_net_output_bytes:%" PRIu64, TOTAL(env, net_output_bytes));
+    add(in->b, "rejected_connections:%" PRIu64, TOTAL(env, rejected_conns));
+    add(in->b, "expired_keys:%" PRIu64, TOTAL(env, expired_keys));
     add(in->b, "evicted_keys:0");
     add(in->b, "total_error_replies:%" PRIu64, errors);
-    add(in->b, "busy_poll_spins:%" PRIu64, SUM(env, busy_poll_spins));
-    add(in->b, "busy_poll_backoffs:%" PRIu64, SUM(env, busy_poll_backoffs));
+    add(in->b, "busy_poll_spins:%" PRIu64, TOTAL(env, busy_poll_spins));
+    add(in->b, "busy_poll_backoffs:%" PRIu64, TOTAL(env, busy_poll_backoffs));
 }
 
 static void sec_replication(struct info *in)
@@ -339,10 +375,10 @@ static void sec_commandstats(struct info *in)
     struct cmd_env *env = in->env;
     int n = cmd_count();
     for (int i = 0; i < n && i < STATS_MAX_CMDS; i++) {
-        uint64_t calls = sum_counter(env, CMD_OFF(i, calls));
-        uint64_t usec = sum_counter(env, CMD_OFF(i, usec));
-        uint64_t rejected = sum_counter(env, CMD_OFF(i, rejected_calls));
-        uint64_t failed = sum_counter(env, CMD_OFF(i, failed_calls));
+        uint64_t calls = stats_total(env, CMD_OFF(i, calls));
+        uint64_t usec = stats_total(env, CMD_OFF(i, usec));
+        uint64_t rejected = stats_total(env, CMD_OFF(i, rejected_calls));
+        uint64_t failed = stats_total(env, CMD_OFF(i, failed_calls));
         if (calls == 0 && rejected == 0 && failed == 0)
             continue;
         /* Module-style names keep their dot: cmdstat_cl.throttle, as Redis shows redis-cell. */
@@ -356,7 +392,7 @@ static void sec_commandstats(struct info *in)
 static void sec_errorstats(struct info *in)
 {
     for (int e = 0; e < ERRSTAT_COUNT; e++) {
-        uint64_t count = sum_counter(in->env, ERR_OFF(e));
+        uint64_t count = stats_total(in->env, ERR_OFF(e));
         if (count > 0)
             add(in->b, "errorstat_%s:count=%" PRIu64, stats_err_name((enum stats_err)e), count);
     }
@@ -374,6 +410,23 @@ static void sec_keyspace(struct info *in)
     if (keys > 0)
         add(in->b, "db0:keys=%" PRIu64 ",expires=%" PRIu64 ",avg_ttl=0", keys,
             ks_expires_count(in->env->ks));
+}
+
+/* rlimitd's own section: the limiters' decisions (cmd_limiter.c), since the start or the last
+ * CONFIG RESETSTAT; limiter_keys is the keys holding CL.THROTTLE or ISALLOWED state now. */
+static void sec_limiter(struct info *in)
+{
+    struct cmd_env *env = in->env;
+    static const char *const names[LIM_COUNT] = {"throttle", "gcra", "isallowed"};
+    for (int k = 0; k < LIM_COUNT; k++) {
+        const char *limited = k == LIM_ISALLOWED ? "denied" : "limited";
+        add(in->b, "%s_allowed:%" PRIu64, names[k],
+            stats_total(env, STATS_LIM_OFF(lim_allowed, k)));
+        add(in->b, "%s_%s:%" PRIu64, names[k], limited,
+            stats_total(env, STATS_LIM_OFF(lim_limited, k)));
+    }
+    add(in->b, "near_limit:%" PRIu64, TOTAL(env, near_limit));
+    add(in->b, "limiter_keys:%" PRIu64, ks_limiter_key_count(env->ks));
 }
 
 #define IN_DEFAULT 1
@@ -397,6 +450,7 @@ static const struct {
     {"errorstats", "Errorstats", sec_errorstats, IN_DEFAULT | IN_ALL},
     {"cluster", "Cluster", sec_cluster, IN_DEFAULT | IN_ALL},
     {"keyspace", "Keyspace", sec_keyspace, IN_DEFAULT | IN_ALL},
+    {"limiter", "Limiter", sec_limiter, IN_DEFAULT | IN_ALL},
 };
 
 #define NSECTIONS ((int)(sizeof(sections) / sizeof(sections[0])))

@@ -3,6 +3,7 @@
 #ifndef RLIMITD_CMD_INTERNAL_H
 #define RLIMITD_CMD_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rlimitd/cmd.h"
@@ -77,7 +78,8 @@ struct cmd_def {
 };
 
 /* The areas, in COMMAND's order; cmd.c joins their tables into one at the first lookup. */
-#define CMD_AREAS(X) X(limit) X(string) X(key) X(server) X(slowlog) X(info) X(command) X(tx)
+#define CMD_AREAS(X)                                                                              \
+    X(limit) X(string) X(key) X(server) X(slowlog) X(info) X(command) X(tx) X(limiter)
 #define CMD_DECLARE_AREA(a)                                                                       \
     extern const struct cmd_def cmd_##a##_table[];                                                \
     extern const int cmd_##a##_count;
@@ -100,6 +102,28 @@ void reply_syntax_error(struct rbuf *out);
 /* Replies for KS_WRONGTYPE / KS_OOM / KS_NOTINT / KS_OVERFLOW. */
 void reply_ks_error(struct rbuf *out, int rc);
 
+
+/* Limiter decisions (cmd_limiter.c): counts one call of a limiter command into INFO limiter
+ * and, when it was limited, its key (x->keys[0]) into LIMITER TOP. Every limiter handler calls
+ * it once per decision; near = allowed with at most 10% of the capacity left (each command
+ * defines it, docs/COMMANDS.md "Observability"). The caller holds the key's shard lock. */
+void limiter_stats_count(struct cmd_ctx *x, enum stats_lim kind, int allowed, int near);
+/* The LIMITER TOP list, highest first: calls fn for at most n keys, under the sketch's lock. */
+typedef void (*limiter_top_fn)(void *ud, const char *key, size_t len, uint64_t count);
+void limiter_top_each(struct cmd_env *env, uint32_t n, limiter_top_fn fn, void *ud);
+void limiter_top_clear(struct cmd_env *env);
+struct limiter_top *limiter_top_create(uint32_t size);
+void limiter_top_destroy(struct limiter_top **tp);
+
+/* A counter of struct stats (at offset) summed over the I/O threads, minus its sum at the last
+ * CONFIG RESETSTAT (cmd_info.c); stats_reset makes every such figure start again from 0. */
+uint64_t stats_total(const struct cmd_env *env, size_t offset);
+void stats_reset(struct cmd_env *env);
+#define STATS_TOTAL(env, field) stats_total((env), offsetof(struct stats, field))
+#define STATS_LIM_OFF(field, k) (offsetof(struct stats, field) + (size_t)(k) * sizeof(uint64_t))
+#define STATS_CMD_OFF(i, field)                                                                   \
+    (offsetof(struct stats, cmd) + (size_t)(i) * sizeof(struct cmd_stats) +                        \
+     offsetof(struct cmd_stats, field))
 
 /* MULTI queue (cmd.c). */
 void multi_discard(struct session *s);

@@ -48,6 +48,8 @@ static void cmd_throttle(struct cmd_ctx *x)
         reply_ks_error(x->out, rc);
         return;
     }
+    /* near: at most a tenth of the limit left (limit 1..9: nothing left). */
+    limiter_stats_count(x, LIM_THROTTLE, !r.limited, r.remaining <= r.limit / 10);
     reply_gcra(x->out, &r);
 }
 
@@ -71,6 +73,7 @@ static void cmd_gcra(struct cmd_ctx *x)
         reply_ks_error(x->out, rc);
         return;
     }
+    limiter_stats_count(x, LIM_GCRA, !r.limited, r.remaining <= r.limit / 10);
     reply_gcra(x->out, &r);
 }
 
@@ -87,11 +90,15 @@ static void cmd_isallowed(struct cmd_ctx *x)
         return;
     }
     int allowed;
-    int rc = ks_swlog_apply(x->env->ks, &x->keys[0], x->now, period_ms, max_count, &allowed);
+    int64_t in_window = 0;
+    int rc = ks_swlog_apply(x->env->ks, &x->keys[0], x->now, period_ms, max_count, &allowed,
+                            &in_window);
     if (rc != KS_OK) {
         reply_ks_error(x->out, rc);
         return;
     }
+    /* near: the window now holds at least 90% of max_count attempts, this one included. */
+    limiter_stats_count(x, LIM_ISALLOWED, allowed, in_window * 10 >= max_count * 9);
     reply_int(x->out, allowed);
 }
 

@@ -387,6 +387,7 @@ static const char *const config_help[] = {
     "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
     "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+    "RESETSTAT", "    Reset statistics reported by the INFO command.",
     "HELP", "    Print this help.",
     NULL,
 };
@@ -411,6 +412,15 @@ static void cmd_config(struct cmd_ctx *x)
         rbuf_free(&st.items);
     } else if (arg_is(x, 1, "SET")) {
         config_set(x);
+    } else if (arg_is(x, 1, "RESETSTAT")) {
+        /* As Redis: INFO's counters, commandstats, errorstats (and LIMITER TOP); not the slow
+         * log, not the latency samples. */
+        if (x->argc != 2) {
+            reply_subcmd_arity(x, "config", "resetstat");
+            return;
+        }
+        stats_reset(x->env);
+        reply_ok(x->out);
     } else if (arg_is(x, 1, "HELP")) {
         reply_help_lines(x->out, config_help);
     } else {

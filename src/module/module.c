@@ -1,6 +1,6 @@
 /* module.c - rlimit.so's entry point: load arguments, data types, command table.
  *
- *   redis-server --loadmodule /path/rlimit.so [window-max-count N]
+ *   redis-server --loadmodule /path/rlimit.so [window-max-count N] [limiter-top-size N]
  *
  * Every command takes its key at argument 1 (ISALLOWED: the user, whose hash tag places the
  * state key), so COMMAND GETKEYS, cluster-aware clients and `redis-cli -c` route them. */
@@ -9,12 +9,13 @@
 #include <string.h>
 
 #include "rlimitd/isallowed.h"
+#include "rlimitd/topk.h"
 #include "rlimitd/util.h"
 
 int64_t rl_window_max_count = ISALLOWED_DEFAULT_MAX_COUNT;
 
 static int parse_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
-                      int64_t *window_max_count)
+                      int64_t *window_max_count, int64_t *top_size)
 {
     for (int i = 0; i < argc; i += 2) {
         size_t len, vlen = 0;
@@ -27,9 +28,15 @@ static int parse_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
             *window_max_count = n;
             continue;
         }
+        /* The daemon's limiter-top-size bounds (topk.h). */
+        if (util_eq_nocase(name, len, "limiter-top-size") && val != NULL &&
+            util_parse_i64(val, vlen, &n) == 0 && n >= TOPK_MIN_SIZE && n <= TOPK_MAX_SIZE) {
+            *top_size = n;
+            continue;
+        }
         RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_WARNING,
                         "rlimit: bad load argument '%.*s' (usage: window-max-count "
-                        "<1..100000000>)",
+                        "<1..100000000> limiter-top-size <10..100000>)",
                         (int)len, name);
         return REDISMODULE_ERR;
     }
@@ -109,8 +116,8 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
      * already-loaded copy of this library (same globals) working. */
     if (rm_api_load(ctx, "rlimit", 1) != REDISMODULE_OK)
         return REDISMODULE_ERR;
-    int64_t window_max_count = ISALLOWED_DEFAULT_MAX_COUNT;
-    if (parse_args(ctx, argv, argc, &window_max_count) != REDISMODULE_OK)
+    int64_t window_max_count = ISALLOWED_DEFAULT_MAX_COUNT, top_size = 1000;
+    if (parse_args(ctx, argv, argc, &window_max_count, &top_size) != REDISMODULE_OK)
         return REDISMODULE_ERR;
     RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
     if (rl_types_create(ctx) != REDISMODULE_OK)
@@ -122,6 +129,16 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         RedisModule_Log(ctx, REDISMODULE_LOGLEVEL_NOTICE,
                         "rlimit: the server has its own GCRA command; not registering ours");
     else if (create_command(ctx, &gcra_command) != REDISMODULE_OK)
+        return REDISMODULE_ERR;
+    /* RLIMIT.TOP reads no key: no key positions, and it runs while loading or stale. */
+    static const struct rl_command top_cmd = {"rlimit.top", rl_cmd_top, "readonly fast", -1,
+                                              "The keys limited most often, as [key, count] "
+                                              "pairs (LIMITER TOP)"};
+    if (RedisModule_CreateCommand(ctx, top_cmd.name, top_cmd.fn, top_cmd.flags, 0, 0, 0) !=
+            REDISMODULE_OK ||
+        set_arity(ctx, &top_cmd) != REDISMODULE_OK ||
+        RedisModule_RegisterInfoFunc(ctx, rl_info) != REDISMODULE_OK ||
+        rl_stats_init((uint32_t)top_size) != REDISMODULE_OK)
         return REDISMODULE_ERR;
     rl_window_max_count = window_max_count;
     return REDISMODULE_OK;

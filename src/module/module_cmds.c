@@ -96,6 +96,9 @@ int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         RedisModule_Replicate(ctx, "RLIMIT.SETTAT", "sl", argv[1], (long long)r.new_tat);
     }
     RedisModule_CloseKey(key);
+    size_t klen;
+    const char *kname = RedisModule_StringPtrLen(argv[1], &klen);
+    rl_stats_count(RL_LIM_THROTTLE, kname, klen, !r.limited, r.remaining <= r.limit / 10);
     return reply_gcra(ctx, &r);
 }
 
@@ -131,6 +134,9 @@ int rl_cmd_gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         RedisModule_Replicate(ctx, "RLIMIT.SETTAT", "sl", argv[1], (long long)r.new_tat);
     }
     RedisModule_CloseKey(key);
+    size_t klen;
+    const char *kname = RedisModule_StringPtrLen(argv[1], &klen);
+    rl_stats_count(RL_LIM_GCRA, kname, klen, !r.limited, r.remaining <= r.limit / 10);
     return reply_gcra(ctx, &r);
 }
 
@@ -180,6 +186,12 @@ int rl_cmd_isallowed(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     int64_t now_ms = now_ns() / 1000000;
     int64_t cutoff = now_ms - period_ms, newest;
     int allowed = rl_wlog_push(key, cutoff, max_count, now_ms, period_ms, &newest);
+    /* Allowed: the log holds exactly the window's attempts (the daemon's near_limit rule). */
+    const struct swlog *log = rl_wlog_get(key);
+    int64_t in_window = log != NULL ? log->len : 0;
+    size_t nlen;
+    const char *nstr = RedisModule_StringPtrLen(name, &nlen);
+    rl_stats_count(RL_LIM_ISALLOWED, nstr, nlen, allowed, in_window * 10 >= max_count * 9);
     /* Every attempt is recorded (SPEC 3), so every call propagates: the replica applies the
      * same trim, keep and timestamp, and ends with the same log. */
     RedisModule_Replicate(ctx, "RLIMIT.LOGPUSH", "sllll", name, (long long)cutoff,

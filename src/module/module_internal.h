@@ -52,6 +52,19 @@ int rl_cmd_settat(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 int rl_cmd_logpush(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 int rl_cmd_logset(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 
+/* ---- module_stats.c: INFO rlimit and RLIMIT.TOP ---- */
+
+enum rl_lim { RL_LIM_THROTTLE = 0, RL_LIM_GCRA, RL_LIM_ISALLOWED, RL_LIM_COUNT };
+/* Makes the LIMITER TOP sketch of size counters (load argument limiter-top-size). */
+int rl_stats_init(uint32_t size);
+/* Counts one limiter decision, and the key (its state key) when limited. near as the daemon:
+ * allowed with at most 10% of the capacity left. The GCRA command calls it too. */
+void rl_stats_count(enum rl_lim kind, const char *key, size_t len, int allowed, int near);
+/* Limiter values alive in the server (created, loaded, freed). */
+void rl_stats_values(int64_t delta);
+void rl_info(RedisModuleInfoCtx *ctx, int for_crash_report);
+int rl_cmd_top(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+
 /* ---- helpers (module_cmds.c) ---- */
 
 /* Parses argv[i] as Redis's strict base-10 int64; on failure replies the daemon's error and

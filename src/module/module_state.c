@@ -64,8 +64,9 @@ void rl_gcra_store(RedisModuleKey *key, int64_t tat_ns)
     void *old;
     if (rl_key_kind(key) == RL_GCRA)
         RedisModule_ModuleTypeReplaceValue(key, rl_gcra_type, tat_to_value(tat_ns), &old);
-    else
-        RedisModule_ModuleTypeSetValue(key, rl_gcra_type, tat_to_value(tat_ns));
+    else if (RedisModule_ModuleTypeSetValue(key, rl_gcra_type, tat_to_value(tat_ns)) ==
+             REDISMODULE_OK)
+        rl_stats_values(1);
     /* SPEC 2: the key expires at its TAT. Redis expiry is in ms: round up so the key never goes
      * while its TAT is still ahead (a TAT that has passed counts as absent anyway). */
     int64_t ms = tat_ns / 1000000 + (tat_ns % 1000000 > 0);
@@ -89,6 +90,7 @@ static void *gcra_rdb_load(RedisModuleIO *io, int encver)
                                "TAT %lld", (long long)tat);
         return NULL;
     }
+    rl_stats_values(1);
     return tat_to_value(tat); /* non-NULL: tat >= 1 (NULL would mean a failed load) */
 }
 
@@ -136,6 +138,7 @@ int rl_wlog_push(RedisModuleKey *key, int64_t cutoff_ms, int64_t keep, int64_t t
     if (log == NULL) {
         log = wlog_alloc(swlog_initial_cap(keep));
         RedisModule_ModuleTypeSetValue(key, rl_wlog_type, log);
+        rl_stats_values(1);
     }
     /* swlog_trim drops timestamps <= now - period; a period of 0 makes the cutoff itself. */
     swlog_trim(log, cutoff_ms, 0);
@@ -205,6 +208,7 @@ int rl_wlog_replace(RedisModuleKey *key, const char *packed, size_t len, const c
     /* Setting a value clears the key's expiry; a replaced log keeps the one it had. */
     mstime_t expire = RedisModule_GetAbsExpire(key);
     RedisModule_ModuleTypeSetValue(key, rl_wlog_type, log);
+    rl_stats_values(1); /* the old value, if any, went through its type's free */
     if (expire != REDISMODULE_NO_EXPIRE)
         RedisModule_SetAbsExpire(key, expire);
     return 0;
@@ -227,6 +231,8 @@ static void *wlog_rdb_load(RedisModuleIO *io, int encver)
     if (log == NULL)
         RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING, "rlimit: corrupt rlim-wlog: %s",
                                err);
+    else
+        rl_stats_values(1);
     return log;
 }
 
@@ -261,14 +267,17 @@ static void wlog_digest(RedisModuleDigest *md, void *value)
     RedisModule_DigestEndSequence(md);
 }
 
+/* The server frees a value when its key goes (DEL, overwrite, expiry, FLUSHALL). */
 static void gcra_free(void *value)
 {
     (void)value; /* nothing was allocated */
+    rl_stats_values(-1);
 }
 
 static void wlog_free(void *value)
 {
     RedisModule_Free(value);
+    rl_stats_values(-1);
 }
 
 int rl_types_create(RedisModuleCtx *ctx)

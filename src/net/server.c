@@ -32,7 +32,7 @@ static uint64_t thread_spin_ns(const struct io_thread *t);
 /* Opens one listening socket on addr:port. With reuseport (the normal case) every thread can
  * have its own and the kernel spreads connections; without it (the probe) the bind fails if
  * anything already listens there. Returns the fd, or -errno. */
-static int open_listener(const char *addr, int port, int reuseport)
+int server_open_listener(const char *addr, int port, int reuseport)
 {
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof(ss));
@@ -85,7 +85,7 @@ static int bind_all(struct server *srv)
         /* SO_REUSEPORT would let a second rlimitd (same user) join this port and split the
          * traffic, silently doubling every limit. A plain bind first fails if anything listens
          * there already; the window between its close and our binds is microseconds at start. */
-        int probe = open_listener(addr, (int)c->port, 0);
+        int probe = server_open_listener(addr, (int)c->port, 0);
         if (probe >= 0) {
             close(probe);
         } else if (!(optional && (probe == -EADDRNOTAVAIL || probe == -EAFNOSUPPORT))) {
@@ -94,7 +94,7 @@ static int bind_all(struct server *srv)
             return -1;
         }
         for (int t = 0; t < srv->nthreads; t++) {
-            int fd = open_listener(addr, (int)c->port, 1);
+            int fd = server_open_listener(addr, (int)c->port, 1);
             if (fd < 0) {
                 for (int u = 0; u < t; u++)
                     close(srv->tcp_fds[u][srv->ntcp]);
@@ -678,6 +678,42 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* metrics-port: one plain (not SO_REUSEPORT) socket per bind address, so a port something
+ * else listens on fails the start, as the RESP port does. Returns 0 or -1 (logged). */
+static int start_metrics(struct server *srv)
+{
+    struct conf *c = srv->conf;
+    if (c->metrics_port == 0)
+        return 0;
+    int fds[CONF_MAX_BIND];
+    int n = 0;
+    for (int b = 0; b < c->nbind; b++) {
+        const char *addr = c->bind[b];
+        int optional = addr[0] == '-';
+        if (optional)
+            addr++;
+        int fd = server_open_listener(addr, (int)c->metrics_port, 0);
+        if (fd < 0 && optional && (fd == -EADDRNOTAVAIL || fd == -EAFNOSUPPORT))
+            continue;
+        if (fd < 0) {
+            log_warning("Could not create metrics listening socket %s:%lld: %s", addr,
+                        (long long)c->metrics_port, strerror(-fd));
+            for (int i = 0; i < n; i++)
+                close(fds[i]);
+            return -1;
+        }
+        fds[n++] = fd;
+        log_notice("Metrics on http://%s%s%s:%lld/metrics", strchr(addr, ':') ? "[" : "", addr,
+                   strchr(addr, ':') ? "]" : "", (long long)c->metrics_port);
+    }
+    if (n == 0) {
+        log_warning("No address could be bound for metrics-port");
+        return -1;
+    }
+    srv->metrics = metrics_http_start(&srv->env, fds, n);
+    return srv->metrics != NULL ? 0 : -1;
+}
+
 int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
                struct persist *persist)
 {
@@ -721,7 +757,7 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
 
     int rc = 1;
     signal(SIGPIPE, SIG_IGN);
-    if (bind_all(srv) != 0)
+    if (bind_all(srv) != 0 || start_metrics(srv) != 0)
         goto out;
     for (int i = 0; i < srv->nthreads; i++) {
         srv->threads[i].index = i;
@@ -774,6 +810,7 @@ out:
             uv_loop_close(&t->loop);
         }
     }
+    metrics_http_stop(&srv->metrics); /* before the env its scrapes read goes */
     if (conf->unixsocket != NULL && conf->unixsocket[0] != '\0' && rc == 0)
         unlink(conf->unixsocket);
     cmd_env_deinit(&srv->env);

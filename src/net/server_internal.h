@@ -99,6 +99,7 @@ struct server {
     uint64_t saved_dirty;           /* ... at this write count */
     int tcp_fds[16][CONF_MAX_BIND]; /* per thread, per address: SO_REUSEPORT sockets */
     int ntcp;                       /* addresses bound */
+    struct metrics_http *metrics;   /* metrics-port's listener, NULL when off */
 };
 
 /* server.c: a client callback ran in this loop turn (busy-poll accounting). */
@@ -107,6 +108,15 @@ static inline void thread_mark_work(struct io_thread *t)
     if (!busypoll_turn_has_work(&t->busypoll))
         busypoll_work(&t->busypoll, uv_hrtime());
 }
+
+/* server.c: a listening TCP socket on addr:port (SO_REUSEPORT if reuseport). fd or -errno. */
+int server_open_listener(const char *addr, int port, int reuseport);
+
+/* metrics_http.c: serves GET /metrics (cmd_metrics) on the listening sockets fds, which it
+ * owns from then on (closed by metrics_http_stop, or at once on failure). NULL on failure. */
+struct metrics_http;
+struct metrics_http *metrics_http_start(struct cmd_env *env, const int *fds, int nfds);
+void metrics_http_stop(struct metrics_http **mp);
 
 /* client.c */
 void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix);

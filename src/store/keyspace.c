@@ -154,6 +154,7 @@ struct shard {
     /* Written under the lock, read by INFO without it: relaxed atomics. */
     _Atomic uint64_t count;
     _Atomic uint64_t expires;
+    _Atomic uint64_t limiter; /* entries of type KS_GCRA or KS_SWLOG (INFO limiter_keys) */
     _Atomic int64_t mem;
 } __attribute__((aligned(64)));
 
@@ -201,6 +202,12 @@ static void counter_add(_Atomic uint64_t *c, int64_t d)
 {
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + (uint64_t)d,
                           memory_order_relaxed);
+}
+
+static void count_limiter(struct shard *sh, enum ks_type t, int64_t d)
+{
+    if (t == KS_GCRA || t == KS_SWLOG)
+        counter_add(&sh->limiter, d);
 }
 
 static void mem_add_n(struct shard *sh, int64_t n)
@@ -524,6 +531,7 @@ static void free_entry_at(struct shard *sh, uint64_t i)
     if (e_expire(e) != 0)
         counter_add(&sh->expires, -1);
     counter_add(&sh->count, -1);
+    count_limiter(sh, e_type(e), -1);
     slab_free(sh, &sh->sl, ref, entry_size(e[E_FLAGS], e_klen(e)));
 }
 
@@ -545,6 +553,7 @@ void ks_flush_shard(struct keyspace *ks, unsigned shard)
     slabs_init(&sh->sl);
     atomic_store_explicit(&sh->count, 0, memory_order_relaxed);
     atomic_store_explicit(&sh->expires, 0, memory_order_relaxed);
+    atomic_store_explicit(&sh->limiter, 0, memory_order_relaxed);
     sh->dump_left = 0; /* a dump in progress has nothing left to find */
     /* Give a big emptied table back. */
     if (sh->mask + 1 > MIN_SLOTS) {
@@ -617,6 +626,14 @@ uint64_t ks_key_count(const struct keyspace *ks)
     uint64_t sum = 0;
     for (unsigned i = 0; i < ks->nshards; i++)
         sum += atomic_load_explicit(&ks->shards[i].count, memory_order_relaxed);
+    return sum;
+}
+
+uint64_t ks_limiter_key_count(const struct keyspace *ks)
+{
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < ks->nshards; i++)
+        sum += atomic_load_explicit(&ks->shards[i].limiter, memory_order_relaxed);
     return sum;
 }
 
@@ -802,6 +819,7 @@ static uint64_t insert(const struct keyspace *ks, struct shard *sh, const struct
     sh->tags[i] = tag_of(k->hash);
     sh->refs[i] = ref;
     counter_add(&sh->count, 1);
+    count_limiter(sh, type, 1);
     return i;
 }
 
@@ -879,8 +897,10 @@ static uint8_t *prepare_new_value(struct shard *sh, uint64_t i)
     return e;
 }
 
-static void set_type(uint8_t *e, enum ks_type t)
+static void set_type(struct shard *sh, uint8_t *e, enum ks_type t)
 {
+    count_limiter(sh, e_type(e), -1);
+    count_limiter(sh, t, 1);
     e[E_FLAGS] = (uint8_t)((e[E_FLAGS] & ~F_TYPE) | (uint8_t)t);
 }
 
@@ -995,7 +1015,7 @@ static void store_log(struct shard *sh, uint8_t *e, void *old, struct swlog *log
 }
 
 int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t period_ms,
-                   int64_t max_count, int *allowed)
+                   int64_t max_count, int *allowed, int64_t *in_window)
 {
     struct shard *sh = shard_of(ks, key);
     int64_t now_ms = now / CLOCK_NS_PER_MS;
@@ -1033,6 +1053,9 @@ int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, i
         on_heap = cap > CRING_MAX_CAP;
     }
     *allowed = swlog_record(log, now_ms, max_count);
+    /* Allowed means nothing was dropped: the log holds exactly the window's attempts. */
+    if (in_window != NULL)
+        *in_window = log->len;
     int64_t newest = swlog_newest(log);
     if (log != stored)
         store_log(sh, e, stored, log, on_heap);
@@ -1086,14 +1109,14 @@ static void store_string(struct shard *sh, uint64_t i, const char *val, size_t l
     int64_t n;
     uint8_t *e = prepare_new_value(sh, i);
     if (util_parse_i64(val, len, &n) == 0) {
-        set_type(e, KS_INT);
+        set_type(sh, e, KS_INT);
         e_set_val(e, n);
         return;
     }
     struct rawstr *s = shard_alloc(sh, sizeof(*s) + len);
     s->len = len;
     memcpy(s->data, val, len);
-    set_type(e, KS_RAW);
+    set_type(sh, e, KS_RAW);
     e_set_ptr(e, s);
 }
 
@@ -1503,7 +1526,7 @@ int ks_restore(struct keyspace *ks, const struct ks_record *r, int64_t now)
     }
     uint64_t i = (uint64_t)si;
     uint8_t *e = prepare_new_value(sh, i);
-    set_type(e, r->type);
+    set_type(sh, e, r->type);
     if (r->type == KS_GCRA || r->type == KS_INT) {
         /* An implied expiry must not change before set_expire has counted the old one. */
         if (e[E_FLAGS] & F_EXP_IS_VAL) {
@@ -1577,6 +1600,7 @@ int ks_bulk_add(struct keyspace *ks, const struct ks_record *r, int64_t now)
                             ((k.hash & ((1u << BULK_HOME_BITS) - 1)) << 7) |
                             (uint64_t)(tag_of(k.hash) & 0x7f);
     counter_add(&sh->count, 1);
+    count_limiter(sh, r->type, 1);
     if (r->expire != 0)
         counter_add(&sh->expires, 1);
     return 1;

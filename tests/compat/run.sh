@@ -38,6 +38,7 @@ declare -A NEED=(
     [/usr/include/uv.h]=libuv1-dev
     [/usr/include/hiredis/hiredis.h]=libhiredis-dev
     [/usr/include/xxhash.h]=libxxhash-dev
+    [/usr/include/microhttpd.h]=libmicrohttpd-dev
 )
 missing=()
 for what in "${!NEED[@]}"; do

@@ -434,3 +434,67 @@ Test(module, a_corrupt_restore_payload_is_an_error_not_a_crash)
     redisFree(c);
     rs_stop(s);
 }
+
+/* INFO rlimit and RLIMIT.TOP (docs/COMMANDS.md "Observability"): the daemon's figures and
+ * reply shapes inside Redis. Every period is an hour, so nothing refills during the test. */
+Test(module, info_rlimit_and_top)
+{
+    struct rs_server *s = rs_start("limiter-top-size 10", NULL);
+    redisContext *c = it_connect(s->port);
+    /* t (limit 5) 8 times: 5 allowed, 3 limited, 1 near; ISALLOWED max 10, 12 times: 10
+     * allowed, 2 denied, 2 near; w (limit 1) twice: 1 allowed and near, 1 limited. */
+    run_pipeline(c, 8, "CL.THROTTLE t 4 1 3600");
+    run_pipeline(c, 12, "ISALLOWED u act 3600 10");
+    run_pipeline(c, 2, "CL.THROTTLE w 0 1 3600");
+    IT_ERR(it_cmd(c, "CL.THROTTLE t -1 1 3600"), "ERR invalid max_burst: must be >= 0");
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_throttle_allowed"), 6);
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_throttle_limited"), 4);
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_gcra_allowed"), 0);
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_gcra_limited"), 0);
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_isallowed_allowed"), 10);
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_isallowed_denied"), 2);
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_near_limit"), 4);
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 3);
+
+    redisReply *r = it_cmd(c, "RLIMIT.TOP");
+    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 3, "RLIMIT.TOP: %zu", r->elements);
+    const char *want[3] = {"t", "hist:{u}:act", "w"};
+    const long long n[3] = {3, 2, 1};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(r->element[i]->elements, 2);
+        cr_expect_str_eq(r->element[i]->element[0]->str, want[i]);
+        cr_expect_eq(r->element[i]->element[1]->integer, n[i]);
+    }
+    freeReplyObject(r);
+    r = it_cmd(c, "RLIMIT.TOP COUNT 1");
+    cr_expect_eq(r->elements, 1);
+    freeReplyObject(r);
+    IT_ERR(it_cmd(c, "RLIMIT.TOP COUNT 0"), "ERR COUNT must be between 1 and 1000");
+    IT_ERR(it_cmd(c, "RLIMIT.TOP COUNT 1001"), "ERR COUNT must be between 1 and 1000");
+    IT_ERR(it_cmd(c, "RLIMIT.TOP COUNT x"), "ERR value is not an integer or out of range");
+    IT_ERR(it_cmd(c, "RLIMIT.TOP LIMIT 1"), "ERR syntax error");
+
+    /* limiter_keys follows the keys: deletion, expiry-free overwrite, restart from RDB. */
+    IT_INT(it_cmd(c, "DEL w"), 1);
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 2);
+    IT_STATUS(it_cmd(c, "SET t x"), "OK");
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 1);
+    IT_STATUS(it_cmd(c, "DEBUG RELOAD"), "OK");
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 1);
+    IT_STATUS(it_cmd(c, "FLUSHALL"), "OK");
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 0);
+    /* The sketch is bounded: 30 keys limited once into 10 counters. */
+    for (int i = 0; i < 30; i++) {
+        freeReplyObject(it_cmd(c, "CL.THROTTLE k%d 0 1 3600", i));
+        freeReplyObject(it_cmd(c, "CL.THROTTLE k%d 0 1 3600", i));
+    }
+    r = it_cmd(c, "RLIMIT.TOP COUNT 1000");
+    cr_expect_eq(r->elements, 10);
+    freeReplyObject(r);
+    redisFree(c);
+    rs_stop(s);
+
+    struct rs_server *failed = NULL;
+    cr_assert_null(rs_try_start("limiter-top-size 9", NULL, &failed));
+    rs_stop(failed);
+}

@@ -157,6 +157,8 @@ static const struct {
     {"client-output-buffer-limit", "67108864"},
     {"slowlog-log-slower-than", "10000"},
     {"slowlog-max-len", "128"},
+    {"limiter-top-size", "1000"},
+    {"metrics-port", "0"},
     {"save", ""},
     {"appendonly", "no"},
     {"databases", "1"},
@@ -196,6 +198,8 @@ Test(conf, defaults_fill_every_field)
     cr_assert_eq(c.client_output_buffer_limit, 64 * 1024 * 1024);
     cr_assert_eq(c.slowlog_log_slower_than, 10000);
     cr_assert_eq(c.slowlog_max_len, 128);
+    cr_assert_eq(c.limiter_top_size, 1000);
+    cr_assert_eq(c.metrics_port, 0);
     cr_assert_eq(conf_check(&c, NULL, 0), 0);
     conf_free(&c);
 }
@@ -663,6 +667,7 @@ Test(conf, live_set_changes_live_directives)
         {"client-output-buffer-limit", "1mb", "1048576"},
         {"slowlog-log-slower-than", "-1", "-1"},
         {"slowlog-max-len", "1000", "1000"},
+        {"limiter-top-size", "100000", "100000"},
     };
     struct conf c;
     char err[256] = "";
@@ -682,7 +687,7 @@ Test(conf, live_set_refuses_immutable_directives)
         {"bind", "0.0.0.0"},       {"port", "1"},        {"unixsocket", "/tmp/x"},
         {"unixsocketperm", "700"}, {"threads", "2"},     {"dir", "/tmp"},
         {"dbfilename", "x.snap"},  {"logfile", "x.log"}, {"pidfile", "x.pid"},
-        {"supervised", "systemd"},
+        {"supervised", "systemd"}, {"metrics-port", "9379"},
     };
     struct conf c;
 

@@ -161,9 +161,9 @@ Test(keyspace, wrong_types)
     gcra_prepare(1, 1, 1, 1, &l, &err);
     ks_set(ks, &k, T0, "x", 1, 0, 0);
     cr_assert_eq(ks_gcra_apply(ks, &k, T0, &l, &r, &err), KS_WRONGTYPE);
-    cr_assert_eq(ks_swlog_apply(ks, &k, T0, 1000, 5, &allowed), KS_WRONGTYPE);
+    cr_assert_eq(ks_swlog_apply(ks, &k, T0, 1000, 5, &allowed, NULL), KS_WRONGTYPE);
     ks_del(ks, &k, T0);
-    cr_assert_eq(ks_swlog_apply(ks, &k, T0, 1000, 5, &allowed), KS_OK);
+    cr_assert_eq(ks_swlog_apply(ks, &k, T0, 1000, 5, &allowed, NULL), KS_OK);
     cr_assert_eq(ks_gcra_apply(ks, &k, T0, &l, &r, &err), KS_WRONGTYPE);
     cr_assert_eq(ks_incrby(ks, &k, T0, 1, &v), KS_WRONGTYPE);
     /* SET replaces any type, as in Redis. */
@@ -176,12 +176,12 @@ Test(keyspace, swlog_counts_and_bounds_memory)
     struct ks_key k = key("hist:{u}:login");
     int allowed;
     for (int i = 0; i < 3; i++) {
-        cr_assert_eq(ks_swlog_apply(ks, &k, T0 + i * MS, 60000, 3, &allowed), KS_OK);
+        cr_assert_eq(ks_swlog_apply(ks, &k, T0 + i * MS, 60000, 3, &allowed, NULL), KS_OK);
         cr_assert_eq(allowed, 1, "attempt %d", i);
     }
     /* Denied attempts count too, and at most max_count + 1 are kept. */
     for (int i = 3; i < 1000; i++) {
-        cr_assert_eq(ks_swlog_apply(ks, &k, T0 + i * MS, 60000, 3, &allowed), KS_OK);
+        cr_assert_eq(ks_swlog_apply(ks, &k, T0 + i * MS, 60000, 3, &allowed, NULL), KS_OK);
         cr_assert_eq(allowed, 0);
     }
     struct ks_value v;
@@ -190,7 +190,7 @@ Test(keyspace, swlog_counts_and_bounds_memory)
     /* Expires a period after the newest attempt. */
     cr_assert_eq(ks_ttl_ns(ks, &k, T0 + 999 * MS), 60 * SEC);
     /* A minute after the last attempt, allowed again (the key has expired). */
-    cr_assert_eq(ks_swlog_apply(ks, &k, T0 + 61 * SEC, 60000, 3, &allowed), KS_OK);
+    cr_assert_eq(ks_swlog_apply(ks, &k, T0 + 61 * SEC, 60000, 3, &allowed, NULL), KS_OK);
     cr_assert_eq(allowed, 1);
 }
 
@@ -198,10 +198,10 @@ Test(keyspace, swlog_same_millisecond_attempts_are_distinct)
 {
     struct ks_key k = key("hist:{u}:a");
     int allowed;
-    ks_swlog_apply(ks, &k, T0, 1000, 2, &allowed);
-    ks_swlog_apply(ks, &k, T0, 1000, 2, &allowed);
+    ks_swlog_apply(ks, &k, T0, 1000, 2, &allowed, NULL);
+    ks_swlog_apply(ks, &k, T0, 1000, 2, &allowed, NULL);
     cr_assert_eq(allowed, 1);
-    ks_swlog_apply(ks, &k, T0, 1000, 2, &allowed);
+    ks_swlog_apply(ks, &k, T0, 1000, 2, &allowed, NULL);
     cr_assert_eq(allowed, 0);
 }
 
@@ -215,7 +215,7 @@ Test(keyspace, memory_returns_to_baseline)
         if (i % 2)
             ks_set(ks, &k, T0, "some string value", 17, 0, 0);
         else
-            ks_swlog_apply(ks, &k, T0, 1000, 10, &allowed);
+            ks_swlog_apply(ks, &k, T0, 1000, 10, &allowed, NULL);
     }
     cr_assert_gt(ks_used_memory(ks), base + 20000 * 32);
     for (unsigned s = 0; s < ks_nshards(ks); s++)
@@ -888,7 +888,7 @@ Test(keyspace, window_log_representations_decide_alike)
                 now -= 60LL * 86400 * SEC;
             int64_t period = 5000;
             int allowed;
-            cr_assert_eq(ks_swlog_apply(ks, &k, now, period, maxes[c], &allowed), KS_OK);
+            cr_assert_eq(ks_swlog_apply(ks, &k, now, period, maxes[c], &allowed, NULL), KS_OK);
             swlog_trim(ref, now / MS, period);
             int want = swlog_record(ref, now / MS, maxes[c]);
             cr_assert_eq(allowed, want, "case %d step %d", c, step);
@@ -898,4 +898,45 @@ Test(keyspace, window_log_representations_decide_alike)
         }
         free(ref);
     }
+}
+
+/* INFO limiter_keys: entries of GCRA or window-log type, through every way a key comes and goes
+ * or changes type. */
+Test(keyspace, limiter_key_count_follows_types)
+{
+    struct gcra_limits l;
+    const char *err;
+    struct gcra_result r;
+    int allowed;
+    int64_t in_window = -1;
+    cr_assert_eq(gcra_prepare(0, 1, 60, 1, &l, &err), 0);
+    struct ks_key g = key("g"), w = key("w"), s = key("s");
+    cr_expect_eq(ks_limiter_key_count(ks), 0);
+    cr_assert_eq(ks_gcra_apply(ks, &g, T0, &l, &r, &err), KS_OK);
+    cr_assert_eq(ks_swlog_apply(ks, &w, T0, 60000, 3, &allowed, &in_window), KS_OK);
+    cr_expect_eq(in_window, 1);
+    cr_assert_eq(ks_swlog_apply(ks, &w, T0 + MS, 60000, 3, &allowed, &in_window), KS_OK);
+    cr_expect_eq(in_window, 2);
+    cr_assert_eq(ks_set(ks, &s, T0, "1", 1, 0, 0), 1);
+    cr_expect_eq(ks_limiter_key_count(ks), 2);
+    cr_expect_eq(ks_key_count(ks), 3);
+    /* SET over limiter state turns it into a string. */
+    cr_assert_eq(ks_set(ks, &g, T0, "x", 1, 0, 0), 1);
+    cr_expect_eq(ks_limiter_key_count(ks), 1);
+    cr_assert_eq(ks_del(ks, &w, T0), 1);
+    cr_expect_eq(ks_limiter_key_count(ks), 0);
+    /* Expiry: the GCRA key goes at its TAT. */
+    struct ks_key e = key("e");
+    cr_assert_eq(ks_gcra_apply(ks, &e, T0, &l, &r, &err), KS_OK);
+    cr_expect_eq(ks_limiter_key_count(ks), 1);
+    cr_expect_eq(ks_get(ks, &e, T0 + 3600 * SEC, NULL), KS_NONE);
+    cr_expect_eq(ks_limiter_key_count(ks), 0);
+    /* Restore over a string, then flush. */
+    struct ks_record rec = {.type = KS_GCRA, .key = "s", .klen = 1, .expire = T0 + SEC,
+                            .i = T0 + SEC};
+    cr_assert_eq(ks_restore(ks, &rec, T0), 1);
+    cr_expect_eq(ks_limiter_key_count(ks), 1);
+    for (unsigned sh = 0; sh < ks_nshards(ks); sh++)
+        ks_flush_shard(ks, sh);
+    cr_expect_eq(ks_limiter_key_count(ks), 0);
 }

@@ -347,7 +347,7 @@ static void isallowed(struct keyspace *k, const char *key, int64_t now, int64_t 
 {
     struct ks_key kx = kk(k, key, strlen(key));
     int allowed;
-    cr_assert_eq(ks_swlog_apply(k, &kx, now, period_ms, max_count, &allowed), KS_OK);
+    cr_assert_eq(ks_swlog_apply(k, &kx, now, period_ms, max_count, &allowed, NULL), KS_OK);
 }
 
 static void set(struct keyspace *k, const char *key, size_t klen, const char *val, size_t vlen,
