@@ -214,7 +214,8 @@ static void on_wakeup(uv_async_t *a)
     struct server *srv = t->srv;
     unsigned gen = atomic_load(&srv->config_gen);
     if (gen != t->config_gen) {
-        t->config_gen = gen; /* clients pick it up on their next read */
+        t->config_gen = gen;
+        client_thread_config(t); /* request limits, from the next header parsed */
         pthread_mutex_lock(&srv->env.conf_lock);
         busypoll_set_spin(&t->busypoll, thread_spin_ns(t));
         pthread_mutex_unlock(&srv->env.conf_lock);
@@ -631,6 +632,7 @@ static int thread_setup(struct server *srv, struct io_thread *t)
         return -1;
     t->srv = srv; /* from here on server_run's exit path closes the loop */
     t->loop.data = t;
+    client_thread_init(t);
     busypoll_handles_init(t);
     uv_async_init(&t->loop, &t->wakeup, on_wakeup);
     t->wakeup.data = t;
@@ -772,6 +774,7 @@ out:
             busypoll_handles_close(t);
             uv_run(&t->loop, UV_RUN_NOWAIT);
             uv_loop_close(&t->loop);
+            client_thread_deinit(t);
         }
     }
     if (conf->unixsocket != NULL && conf->unixsocket[0] != '\0' && rc == 0)

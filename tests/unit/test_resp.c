@@ -742,7 +742,8 @@ Test(resp, set_limits_apply_from_next_header)
     resp_destroy(&r);
 }
 
-/* DESIGN "Hot path": once warm, commands of the same shape reuse the same storage. */
+/* DESIGN "Hot path": once warm, commands of the same shape reuse the same storage, and a
+ * multibulk command's arguments are the bytes read, not a copy. */
 Test(resp, warm_parser_reuses_storage)
 {
     struct resp *r = resp_create(&deflim);
@@ -750,7 +751,7 @@ Test(resp, warm_parser_reuses_storage)
     char *buf;
     size_t len;
     char **argv0 = NULL;
-    char *arg0 = NULL;
+    char *inline_arg0 = NULL;
 
     for (int i = 0; i < 200; i++) {
         const char *in = i % 2 ? "*3\r\n$11\r\nCL.THROTTLE\r\n$3\r\nk:1\r\n$2\r\n15\r\n"
@@ -762,11 +763,65 @@ Test(resp, warm_parser_reuses_storage)
         cr_assert_str_eq(c.argv[0], "CL.THROTTLE");
         if (i == 0) {
             argv0 = c.argv;
-            arg0 = c.argv[0];
+            inline_arg0 = c.argv[0];
         }
         cr_assert_eq(c.argv, argv0);
-        cr_assert_eq(c.argv[0], arg0);
+        if (i % 2)
+            cr_assert_eq(c.argv[0], buf + strlen("*3\r\n$11\r\n"), "parsed in place");
+        else
+            cr_assert_eq(c.argv[0], inline_arg0);
         cr_assert_eq(resp_next(r, &c), RESP_NEED_MORE);
+        cr_assert_eq(resp_capacity(r), 0, "nothing pending: no buffer of its own");
     }
     resp_destroy(&r);
+}
+
+/* Two connections over one shared part, as on an I/O thread: each settles before the other
+ * reads; an incomplete command survives in its own buffer, and that buffer is gone once the
+ * command completes. */
+Test(resp, shared_buffer_between_connections)
+{
+    struct resp_shared sh;
+    struct resp a, b;
+    struct resp_cmd c;
+    char *buf;
+    size_t len;
+
+    resp_shared_init(&sh, &deflim);
+    resp_init(&a, &sh);
+    resp_init(&b, &sh);
+
+    resp_input_space(&a, &buf, &len);
+    cr_assert_eq(buf, sh.buf);
+    memcpy(buf, "*2\r\n$4\r\nECHO\r\n$5\r\nhel", 21);
+    resp_input_commit(&a, 21);
+    cr_assert_eq(resp_next(&a, &c), RESP_NEED_MORE);
+    resp_settle(&a);
+    cr_assert_eq(resp_buffered(&a), 21);
+    cr_assert_geq(resp_capacity(&a), 21);
+
+    resp_input_space(&b, &buf, &len);
+    cr_assert_eq(buf, sh.buf);
+    memcpy(buf, "*1\r\n$4\r\nPING\r\n", 14);
+    resp_input_commit(&b, 14);
+    cr_assert_eq(resp_next(&b, &c), RESP_COMMAND);
+    cr_assert_str_eq(c.argv[0], "PING");
+    cr_assert_eq(resp_next(&b, &c), RESP_NEED_MORE);
+    resp_settle(&b);
+    cr_assert_eq(resp_capacity(&b), 0);
+
+    resp_input_space(&a, &buf, &len);
+    memcpy(buf, "lo\r\n", 4);
+    resp_input_commit(&a, 4);
+    cr_assert_eq(resp_next(&a, &c), RESP_COMMAND);
+    cr_assert_eq(c.argc, 2);
+    cr_assert_str_eq(c.argv[1], "hello");
+    cr_assert_eq(resp_next(&a, &c), RESP_NEED_MORE);
+    resp_settle(&a);
+    cr_assert_eq(resp_buffered(&a), 0);
+    cr_assert_eq(resp_capacity(&a), 0);
+
+    resp_deinit(&a);
+    resp_deinit(&b);
+    resp_shared_deinit(&sh);
 }
