@@ -282,11 +282,14 @@ static void process(struct client *c)
         else if (atomic_load_explicit(&c->kill, memory_order_relaxed))
             client_close(c);
     }
-    flush(c);
     if (c->state == CLIENT_CLOSING || c->state == CLIENT_DRAINING)
         resp_deinit(&c->resp); /* nothing more will be parsed */
     else
         resp_settle(&c->resp);
+    /* Published before the replies go out too: a client that got them and asks CLIENT LIST on
+     * another connection sees its query buffer as it is now. */
+    publish(c);
+    flush(c);
     publish(c);
     /* Reading again after a pause was released in on_write. */
     if (c->state == CLIENT_ACTIVE && !c->reading)

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -141,6 +142,26 @@ static void on_connection(uv_stream_t *listener, int status)
 
 /* ---- cron ---- */
 
+/* Memory return (DESIGN.md "Connections"): glibc keeps freed chunks in its arenas, so after a
+ * connection storm has closed the process would stay at its peak. Once closed connections have
+ * freed this much since the last trim, and the trim before is this long ago, malloc_trim hands
+ * every arena's free pages back to the kernel. The interval bounds what a steady churn of
+ * connections costs (a trim walks the arenas' free lists). */
+#define TRIM_AFTER_BYTES (1024 * 1024)
+#define TRIM_INTERVAL_MS 500
+
+static void maybe_return_memory(struct server *srv, uint64_t mono_ms)
+{
+    uint64_t freed = 0;
+    for (int i = 0; i < srv->nthreads; i++)
+        freed += stats_get(&srv->threads[i].stats.clients_freed);
+    if (freed - srv->trim_freed < TRIM_AFTER_BYTES || mono_ms - srv->trim_ms < TRIM_INTERVAL_MS)
+        return;
+    malloc_trim(0);
+    srv->trim_freed = freed;
+    srv->trim_ms = mono_ms;
+}
+
 /* Writes so far, all threads: what "changed since the last save" is measured against. */
 static uint64_t dirty_total(struct server *srv)
 {
@@ -184,6 +205,7 @@ static void cron(uv_timer_t *timer)
         }
     }
     if (t->index == 0) {
+        maybe_return_memory(srv, mono_ms);
         info_sample_ops(&srv->env);
         if (srv->persist != NULL)
             persist_tick(srv->persist, dirty_total(srv));
@@ -677,6 +699,7 @@ static void *thread_main(void *arg)
     struct io_thread *t = arg;
     busypoll_start(t);
     uv_run(&t->loop, UV_RUN_DEFAULT);
+    cmd_thread_exit();
     return NULL;
 }
 

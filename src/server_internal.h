@@ -114,6 +114,9 @@ struct server {
     uint64_t saved_dirty;           /* ... at this write count */
     int tcp_fds[16][CONF_MAX_BIND]; /* per thread, per address: SO_REUSEPORT sockets */
     int ntcp;                       /* addresses bound */
+    /* Memory return (server.c maybe_return_memory), thread 0's cron only. */
+    uint64_t trim_freed; /* clients_freed summed at the last malloc_trim */
+    uint64_t trim_ms;    /* loop time of the last malloc_trim */
 };
 
 /* server.c: a client callback ran in this loop turn (busy-poll accounting). */
