@@ -1,5 +1,6 @@
-/* test_resp.c - request parsing (resp.h): multibulk via the frame scanner + hiredis, inline
- * commands, pipelines cut at every point, every protocol error and every limit (SPEC 1, 7). */
+/* test_resp.c - request parsing (resp.h): multibulk via the frame scanner, inline commands,
+ * the shared read buffer and the connection's own, pipelines cut at every point, every
+ * protocol error and every limit (SPEC 1, 7). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
