@@ -826,3 +826,61 @@ Test(resp, shared_buffer_between_connections)
     resp_deinit(&b);
     resp_shared_deinit(&sh);
 }
+
+/* A big argument arriving in pieces: past SHARE_BACK pending bytes it grows in the connection's
+ * own buffer (never past the limit), and the buffer is gone once the command is pulled. Small
+ * pending bytes go back into the shared buffer for the next read instead. */
+Test(resp, big_argument_in_own_buffer_then_freed)
+{
+    struct resp_limits lim = {.query_buf = 1024 * 1024, .max_bulk = 512 * 1024, .max_args = 8};
+    struct resp_shared sh;
+    struct resp r;
+    struct resp_cmd c;
+    char *buf;
+    size_t len;
+    static const char hdr[] = "*2\r\n$4\r\nECHO\r\n$200000\r\n";
+    size_t total = sizeof(hdr) - 1 + 200000 + 2, sent = 0;
+    char *in = malloc(total);
+
+    memcpy(in, hdr, sizeof(hdr) - 1);
+    memset(in + sizeof(hdr) - 1, 'v', 200000);
+    memcpy(in + total - 2, "\r\n", 2);
+    resp_shared_init(&sh, &lim);
+    resp_init(&r, &sh);
+    while (sent < total) {
+        resp_input_space(&r, &buf, &len);
+        cr_assert_gt(len, 0);
+        cr_assert_leq(resp_buffered(&r) + len, lim.query_buf);
+        if (resp_buffered(&r) <= RESP_READ_SIZE / 4)
+            cr_assert_eq(buf, sh.buf + resp_buffered(&r), "few pending bytes: shared buffer");
+        else
+            cr_assert_neq(buf, sh.buf + resp_buffered(&r), "a big command: its own buffer");
+        if (len > 10000)
+            len = 10000; /* a slow sender */
+        if (len > total - sent)
+            len = total - sent;
+        memcpy(buf, in + sent, len);
+        resp_input_commit(&r, len);
+        sent += len;
+        enum resp_status st = resp_next(&r, &c);
+        if (sent < total) {
+            cr_assert_eq(st, RESP_NEED_MORE);
+            resp_settle(&r);
+            cr_assert_eq(resp_buffered(&r), sent);
+            cr_assert_geq(resp_capacity(&r), sent);
+            cr_assert_leq(resp_capacity(&r), 4 * sent + 128, "doubling: under 4x what is held");
+        } else {
+            cr_assert_eq(st, RESP_COMMAND, "%s", resp_error(&r));
+            cr_assert_eq(c.lens[1], 200000);
+            cr_assert_eq(c.argv[1][0], 'v');
+            cr_assert_eq(c.argv[1][200000], '\0');
+        }
+    }
+    cr_assert_eq(resp_next(&r, &c), RESP_NEED_MORE);
+    resp_settle(&r);
+    cr_assert_eq(resp_capacity(&r), 0);
+    cr_assert_eq(resp_buffered(&r), 0);
+    resp_deinit(&r);
+    resp_shared_deinit(&sh);
+    free(in);
+}
