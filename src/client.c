@@ -55,8 +55,6 @@ static void on_close(uv_handle_t *h)
         !uv_is_closing((uv_handle_t *)&t->cron))
         uv_close((uv_handle_t *)&t->cron, NULL);
     /* libuv ran the write callback (UV_ECANCELED) before this one: inflight is gone. */
-    stats_add(&t->stats.clients_mem,
-              -(uint64_t)atomic_load_explicit(&c->tot_mem, memory_order_relaxed));
     stats_add(&t->stats.clients_freed, client_memory(c));
     session_deinit(&c->session);
     resp_deinit(&c->resp);
@@ -82,6 +80,10 @@ void client_close(struct client *c)
         c->gnext->gprev = c->gprev;
     c->gprev = c->gnext = NULL;
     pthread_mutex_unlock(&srv->registry_lock);
+    /* Out of mem_clients_normal with the count (publish does nothing from here on). */
+    stats_add(&c->thread->stats.clients_mem,
+              -(uint64_t)atomic_load_explicit(&c->tot_mem, memory_order_relaxed));
+    atomic_store_explicit(&c->tot_mem, 0, memory_order_relaxed);
     atomic_fetch_sub(&srv->nclients, 1);
     uv_close(&c->h.handle, on_close);
 }
@@ -236,19 +238,23 @@ static size_t client_memory(const struct client *c)
            (c->inflight != NULL ? sizeof(*c->inflight) + c->inflight->len : 0);
 }
 
-/* Publishes this connection's buffer figures for CLIENT LIST on other threads. */
+/* Publishes this connection's buffer figures for CLIENT LIST on other threads. obl goes last,
+ * with release: a reader that loads it first (acquire) and sees this batch's value sees the
+ * other figures of this batch too. */
 static void publish(struct client *c)
 {
+    if (c->state == CLIENT_CLOSING)
+        return; /* no longer listed nor counted */
     size_t in = resp_buffered(&c->resp), cap = resp_capacity(&c->resp);
     size_t mem = client_memory(c);
     size_t old = atomic_load_explicit(&c->tot_mem, memory_order_relaxed);
+    atomic_store_explicit(&c->tot_mem, mem, memory_order_relaxed);
     atomic_store_explicit(&c->qbuf, in, memory_order_relaxed);
     atomic_store_explicit(&c->qbuf_free, cap > in ? cap - in : 0, memory_order_relaxed);
     atomic_store_explicit(&c->rbs, c->out.cap, memory_order_relaxed);
-    atomic_store_explicit(&c->obl, c->out.len, memory_order_relaxed);
     atomic_store_explicit(&c->omem, c->inflight != NULL ? c->inflight->len : 0,
                           memory_order_relaxed);
-    atomic_store_explicit(&c->tot_mem, mem, memory_order_relaxed);
+    atomic_store_explicit(&c->obl, c->out.len, memory_order_release);
     if (mem != old)
         stats_add(&c->thread->stats.clients_mem, (uint64_t)mem - (uint64_t)old);
 }
@@ -466,6 +472,7 @@ static void local_addr(const struct client *c, char *out, size_t outlen)
 void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_ms)
 {
     const struct session *s = &c->session;
+    size_t obl = atomic_load_explicit(&c->obl, memory_order_acquire); /* first: see publish */
     int64_t last = __atomic_load_n(&s->last_mono_ns, __ATOMIC_RELAXED) / 1000000;
     int64_t idle = last > 0 && (int64_t)now_mono_ms > last ? ((int64_t)now_mono_ms - last) / 1000
                                                            : 0;
@@ -493,7 +500,7 @@ void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_m
                      atomic_load_explicit(&c->qbuf_free, memory_order_relaxed), multi_mem,
                      atomic_load_explicit(&c->rbs, memory_order_relaxed),
                      atomic_load_explicit(&c->rbs, memory_order_relaxed),
-                     atomic_load_explicit(&c->obl, memory_order_relaxed), oll, omem,
+                     obl, oll, omem,
                      atomic_load_explicit(&c->tot_mem, memory_order_relaxed),
                      oll ? "rw" : "r", cmd, s->lib_name != NULL ? s->lib_name : "",
                      s->lib_ver != NULL ? s->lib_ver : "");

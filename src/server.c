@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -703,6 +704,36 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* Descriptors besides the clients': listeners per thread, the loops' epoll and wake-up fds,
+ * the log, the snapshot being written. */
+#define FDS_RESERVED 64
+
+/* Makes room for maxclients connections, as Redis does: the soft descriptor limit is raised
+ * toward the hard one (the unit's LimitNOFILE, or `ulimit -Hn`). Short of that, a warning: past
+ * the limit accept() fails and connections wait in the backlog instead of getting the
+ * maxclients error. */
+static void raise_nofile(int64_t maxclients)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)maxclients + FDS_RESERVED;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return;
+    rlim_t old = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        rl.rlim_cur = old;
+    if (rl.rlim_cur > old)
+        log_notice("Raised the open files limit from %llu to %llu", (unsigned long long)old,
+                   (unsigned long long)rl.rlim_cur);
+    if (rl.rlim_cur < want)
+        log_warning("The open files limit (%llu) leaves room for %lld clients, not maxclients "
+                    "%lld: raise LimitNOFILE or ulimit -n",
+                    (unsigned long long)rl.rlim_cur,
+                    (long long)rl.rlim_cur > FDS_RESERVED ? (long long)rl.rlim_cur - FDS_RESERVED
+                                                          : 0LL,
+                    (long long)maxclients);
+}
+
 int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
                struct persist *persist)
 {
@@ -714,6 +745,7 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
     srv->ks = ks;
     srv->persist = persist;
     srv->final_save = 1; /* SIGTERM, SIGINT, SHUTDOWN and SHUTDOWN SAVE all save */
+    raise_nofile(conf->maxclients);
     srv->nthreads = (int)conf->threads;
     if (srv->nthreads < 1 || srv->nthreads > 16)
         srv->nthreads = 1;
