@@ -71,7 +71,11 @@ void reply_ks_error(struct rbuf *out, int rc);
     X(type) X(ttl) X(pttl) X(expire) X(pexpire) X(persist) X(scan) X(dbsize) X(flushall)          \
     X(ping) X(echo) X(quit) X(reset) X(hello) X(auth) X(select) X(client) X(time) X(config)       \
     X(shutdown) X(save) X(bgsave) X(lastsave) X(slowlog) X(latency) X(info) X(command) X(multi)   \
-    X(exec) X(discard)
+    X(exec) X(discard)                                                                            \
+    X(zadd) X(zincrby) X(zrem) X(zcard) X(zcount) X(zlexcount) X(zscore) X(zmscore) X(zrank)      \
+    X(zrevrank) X(zrange) X(zrangebyscore) X(zrevrangebyscore) X(zrevrange) X(zrangebylex)        \
+    X(zrevrangebylex) X(zremrangebyscore) X(zremrangebyrank) X(zremrangebylex) X(zpopmin)         \
+    X(zpopmax) X(zrandmember)
 #define DECLARE_HANDLER(name) void cmd_##name(struct cmd_ctx *x);
 HANDLERS(DECLARE_HANDLER)
 #undef DECLARE_HANDLER

@@ -785,8 +785,7 @@ int zs_add(struct zset **zp, const char *m, size_t len, double score, unsigned f
         *zp = &b->hdr;
         return big_add(b, m, len, out, 0, newscore, skipped);
     }
-    out += 0.0; /* -0 becomes 0 in a packed set */
-    *newscore = out;
+    out += 0.0; /* -0 is stored as 0 in a packed set (the reply still says -0, as Redis's) */
     if (i >= 0) {
         /* The member text may live in ib[i], which removal overwrites: keep the caller's. */
         premove_at(&v, (uint32_t)i);

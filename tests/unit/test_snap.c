@@ -927,10 +927,10 @@ Test(snap, future_version_is_refused)
     struct layout L;
     size_t len;
     unsigned char *buf = small_file(&L, &len);
-    buf[8] = 2;
+    buf[8] = SNAP_VERSION + 1;
     rechecksum(buf, len);
-    expect_refused(buf, len, "unsupported format version", "version 2, valid checksum");
-    cr_assert_eq(buf[8], 2);
+    expect_refused(buf, len, "unsupported format version", "the next version, valid checksum");
+    cr_assert_eq(buf[8], SNAP_VERSION + 1);
     buf[8] = 0;
     rechecksum(buf, len);
     expect_refused(buf, len, "unsupported format version", "version 0, valid checksum");
