@@ -349,7 +349,7 @@ void cmd_zlexcount(struct cmd_ctx *x)
     if (parse_lex_range(x, 2, 3, &min, &max) != 0 || open_key(x, KS_Z_READ, 0, 0, &ref) != 0)
         return;
     if (ref.z != NULL)
-        zs_range_lex(ref.z, &min, &max, &a, &e);
+        zs_range_lex(ref.z, &min, &max, 0, &a, &e);
     close_key(x, &ref);
     reply_int(x->out, (int64_t)(e - a));
 }
@@ -458,7 +458,7 @@ static void zrange_generic(struct cmd_ctx *x, enum range_type type, enum range_d
         if (type == RANGE_SCORE)
             zs_range_score(ref.z, &sr, &lo, &hi);
         else
-            zs_range_lex(ref.z, &lmin, &lmax, &lo, &hi);
+            zs_range_lex(ref.z, &lmin, &lmax, reverse, &lo, &hi);
         /* LIMIT: a negative offset yields nothing, a negative count everything after it. */
         size_t len = hi - lo;
         if (offset < 0 || (uint64_t)offset >= len) {
@@ -533,7 +533,7 @@ static void zrem_range(struct cmd_ctx *x, enum range_type type)
         else if (type == RANGE_SCORE)
             zs_range_score(ref.z, &sr, &lo, &hi);
         else
-            zs_range_lex(ref.z, &lmin, &lmax, &lo, &hi);
+            zs_range_lex(ref.z, &lmin, &lmax, 0, &lo, &hi);
         zs_del_range(&ref.z, lo, hi);
     }
     close_key(x, &ref);

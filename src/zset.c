@@ -938,24 +938,62 @@ static int node_gt_max(const struct znode *x, const void *arg)
     return !lex_lte_max(node_member(x), x->len, arg);
 }
 
-void zs_range_lex(const struct zset *z, const struct zs_lex_bound *min,
-                  const struct zs_lex_bound *max, size_t *start, size_t *end)
+/* Whether min <= max as bounds (an empty range otherwise), as Redis checks before searching. */
+static int lex_range_nonempty(const struct zs_lex_bound *min, const struct zs_lex_bound *max)
 {
-    size_t a, e;
+    if (min->inf > 0 || max->inf < 0)
+        return 0;
+    if (min->inf < 0 || max->inf > 0)
+        return 1;
+    int c = cmp_member(min->p, min->len, max->p, max->len);
+    return c < 0 || (c == 0 && !min->ex && !max->ex);
+}
+
+void zs_range_lex(const struct zset *z, const struct zs_lex_bound *min,
+                  const struct zs_lex_bound *max, int reverse, size_t *start, size_t *end)
+{
+    size_t a = 0, e = 0;
+    if (!lex_range_nonempty(min, max) || zs_card(z) == 0) {
+        *start = *end = 0;
+        return;
+    }
     if (z->kind == KIND_BIG) {
+        /* Redis checks the ends first here too (zslIsInLexRange). */
+        const struct zbig *b = (const struct zbig *)z;
+        if (!node_gte_min(b->tail, min) || node_gt_max(b->head->lv[0].fwd, max)) {
+            *start = *end = 0;
+            return;
+        }
         a = sl_count_before((const struct zbig *)z, node_gte_min, min);
         e = sl_count_before((const struct zbig *)z, node_gt_max, max);
-    } else {
-        struct pbuf buf;
-        struct pview v;
-        pview_on(&v, &buf);
-        pdecode(z, &v);
-        a = 0;
-        while (a < v.n && !lex_gte_min(v.m[a], v.len[a], min))
+        *start = a;
+        *end = e > a ? e : a;
+        return;
+    }
+    /* listpack's walk, step for step: the ends are checked first, then the scan starts from
+     * the side the reply starts from and stops at the first member out of the range. */
+    struct pbuf buf;
+    struct pview v;
+    pview_on(&v, &buf);
+    pdecode(z, &v);
+    uint32_t n = v.n;
+    if (!lex_gte_min(v.m[n - 1], v.len[n - 1], min) || !lex_lte_max(v.m[0], v.len[0], max)) {
+        *start = *end = 0;
+        return;
+    }
+    if (!reverse) {
+        while (a < n && !lex_gte_min(v.m[a], v.len[a], min))
             a++;
         e = a;
-        while (e < v.n && lex_lte_max(v.m[e], v.len[e], max))
+        while (e < n && lex_lte_max(v.m[e], v.len[e], max))
             e++;
+    } else {
+        e = n;
+        while (e > 0 && !lex_lte_max(v.m[e - 1], v.len[e - 1], max))
+            e--;
+        a = e;
+        while (a > 0 && lex_gte_min(v.m[a - 1], v.len[a - 1], min))
+            a--;
     }
     *start = a;
     *end = e > a ? e : a;

@@ -85,10 +85,12 @@ struct zs_lex_bound {
 void zs_range_score(const struct zset *z, const struct zs_score_range *r, size_t *start,
                     size_t *end);
 /* Lex ranges assume every member has the same score, as Redis documents. When they do not,
- * packed sets give listpack's answer: from the first member >= min (scanning from the lowest),
- * up to the first after it that is > max. */
+ * the range is empty unless the highest member is >= min and the lowest <= max (both
+ * encodings, as Redis), and packed sets then give listpack's answer: forward, it runs from the first member >= min (scanning up) while
+ * members are <= max; reverse (ZREVRANGEBYLEX), from the last member <= max (scanning down)
+ * while members are >= min. */
 void zs_range_lex(const struct zset *z, const struct zs_lex_bound *min,
-                  const struct zs_lex_bound *max, size_t *start, size_t *end);
+                  const struct zs_lex_bound *max, int reverse, size_t *start, size_t *end);
 
 /* One member as a cursor yields it. m may point into the set, or into buf for members stored
  * as numbers: valid until the next call on the cursor or any change to the set. */

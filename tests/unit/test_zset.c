@@ -232,11 +232,14 @@ Test(zset, options_follow_redis)
     cr_assert_eq(zs_add(&z, "a", 1, INFINITY, 0, &out, &skipped), ZS_UPDATED);
     cr_assert_eq(zs_add(&z, "a", 1, -INFINITY, ZS_INCR, &out, &skipped), ZS_NAN);
     cr_assert_eq(zs_add(&z, "b", 1, -0.0, 0, &out, &skipped), ZS_ADDED);
+    cr_assert(signbit(out), "the score as given is what ZADD INCR answers");
+    cr_assert(zs_score(z, "b", 1, &out));
     cr_assert_not(signbit(out), "a packed set stores -0 as 0");
     zs_free(z);
     z = zs_new(1000, 0);
     cr_assert_not(zs_is_packed(z));
     cr_assert_eq(zs_add(&z, "b", 1, -0.0, 0, &out, &skipped), ZS_ADDED);
+    cr_assert(zs_score(z, "b", 1, &out));
     cr_assert(signbit(out), "a big set keeps -0");
     zs_free(z);
 }
@@ -251,13 +254,13 @@ Test(zset, lex_ranges)
         zs_add(&z, names[i], 1, 0, 0, &out, &skipped);
     struct zs_lex_bound lo = {"b", 1, 0, 0}, hi = {"d", 1, 0, 1};
     size_t a, e;
-    zs_range_lex(z, &lo, &hi, &a, &e);
+    zs_range_lex(z, &lo, &hi, 0, &a, &e);
     cr_assert_eq(a, 1);
     cr_assert_eq(e, 3);
     struct zs_lex_bound minus = {NULL, 0, -1, 0}, plus = {NULL, 0, 1, 0};
-    zs_range_lex(z, &minus, &plus, &a, &e);
+    zs_range_lex(z, &minus, &plus, 0, &a, &e);
     cr_assert_eq(e - a, 5);
-    zs_range_lex(z, &plus, &minus, &a, &e);
+    zs_range_lex(z, &plus, &minus, 0, &a, &e);
     cr_assert_eq(e - a, 0);
     zs_free(z);
 }
