@@ -1024,14 +1024,31 @@ static int zset_window_apply(struct shard *sh, uint64_t i, int64_t now_ms, int64
         zs_range_score(z, &r, &a, &b);
         zs_del_range(&z, a, b);
     }
-    char m[48];
-    size_t n;
-    double score, out;
-    int skipped;
+    /* The attempt's member: after every member already scored now_ms ("T", "T-1", ...), so a
+     * burst in one millisecond keeps its order even after the oldest of it was dropped. */
+    struct zs_score_range same = {(double)now_ms, (double)now_ms, 0, 0};
+    size_t a, b;
     uint32_t dup = 0;
-    do
-        n = ks_swlog_member(m, now_ms, dup++);
-    while (zs_score(z, m, n, &score) && dup < UINT32_MAX);
+    zs_range_score(z, &same, &a, &b);
+    if (b > a) {
+        struct zs_iter it;
+        struct zs_item item;
+        char base[32];
+        size_t blen = ks_swlog_member(base, now_ms, 0);
+        zs_iter_init(&it, z, a, 0);
+        for (size_t k = a; k < b && zs_iter_next(&it, &item); k++) {
+            uint32_t d = 0;
+            if (item.len > blen + 1 && item.len < blen + 12 && item.m[blen] == '-' &&
+                memcmp(item.m, base, blen) == 0)
+                d = (uint32_t)strtoul(item.m + blen + 1, NULL, 10);
+            if (d + 1 > dup && d < UINT32_MAX - 1)
+                dup = d + 1;
+        }
+    }
+    char m[48];
+    size_t n = ks_swlog_member(m, now_ms, dup);
+    double out;
+    int skipped;
     zs_add(&z, m, n, (double)now_ms, 0, &out, &skipped);
     size_t card = zs_card(z);
     *allowed = (uint64_t)card <= (uint64_t)max_count;
