@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Keeps the module layering of docs/DESIGN.md true by checking #include lines:
-#   net (server.c, client.c) -> resp -> cmd -> keyspace (+ gcra, swlog) ; persist/snap read the
+#   net (server.c, client.c) -> resp -> cmd -> keyspace (+ gcra, swlog, zset) ; persist/snap read the
 #   keyspace; the limiter core includes no libuv, no hiredis, nothing above it; the Redis module
 #   (src/module) uses only the limiter library.
 # Prints each violation and a final "N passed, N failed" line; exits 1 on any violation.
@@ -24,7 +24,7 @@ check() {
 }
 
 upper='uv\.h|hiredis|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats)\.h|cmd_internal\.h|server_internal\.h|slowlog\.h'
-for f in gcra.c swlog.c isallowed.c keyspace.c hash.c clock.c util.c; do
+for f in gcra.c swlog.c isallowed.c keyspace.c zset.c hash.c clock.c util.c; do
     check "$f" "$upper" "the limiter core must not include I/O, protocol or anything above it"
 done
 for f in resp.c reply.c; do
@@ -47,5 +47,8 @@ for f in module/*.c; do
     check "$f" 'uv\.h|hiredis|xxhash|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats|keyspace|clock|hash)\.h|cmd_internal\.h|server_internal\.h|slowlog\.h' \
         "the module may use only the limiter (gcra, swlog, isallowed, util) and the module API"
 done
+# The sorted set is a pure data structure: it knows no keyspace, no expiry, no commands.
+check zset.c 'uv\.h|hiredis|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats|keyspace|clock|gcra|swlog|isallowed)\.h|cmd_internal\.h|server_internal\.h' \
+    "zset.c is the data structure only (zset.h, hash.h)"
 echo "layering: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]
