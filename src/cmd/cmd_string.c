@@ -23,6 +23,7 @@ static void cmd_get(struct cmd_ctx *x)
         reply_bulk(x->out, v.p, v.len);
         break;
     case KS_SWLOG:
+    case KS_ZSET:
         reply_ks_error(x->out, KS_WRONGTYPE);
         break;
     }

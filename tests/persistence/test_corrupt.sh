@@ -136,7 +136,7 @@ printf 'REDIS001' | dd of="$f" bs=1 seek=0 conv=notrunc status=none
 refused wrong-magic 'magic'
 
 f=$(prepare future-version)
-"${SNAPFILE[@]}" setbyte "$f" 8 2
+"${SNAPFILE[@]}" setbyte "$f" 8 3
 "${SNAPFILE[@]}" rechecksum "$f"
 refused future-version 'unsupported format version'
 
