@@ -278,11 +278,12 @@ class Mismatch(Exception):
 
 
 def run_streams(gen, conn_a, conn_b, names=("rlimitd", "redis"), batch=500, seed=None,
-                context=20, progress=None):
+                context=20, progress=None, observe=None):
     """Sends every Cmd from gen to both connections, in pipelined batches, and compares the
     replies one by one. Returns the number of commands compared; raises Mismatch with a full
     report (seed, index, command, both replies, the last `context` commands on that key) at the
-    first difference."""
+    first difference. observe(cmd, reply), if given, sees every command and its (common)
+    reply, e.g. to count what the stream covered."""
     history = {}  # key -> recent (index, args, reply_a, reply_b)
     recent = []   # the same for the last few commands of the stream, whatever their key
     index = 0
@@ -315,6 +316,8 @@ def run_streams(gen, conn_a, conn_b, names=("rlimitd", "redis"), batch=500, seed
             if diff is not None:
                 raise Mismatch(report(seed, index + j, c, ra[j], rb[j], diff, names,
                                       history.get(c.key, [])[-context:], recent[-8:]))
+            if observe is not None:
+                observe(c, ra[j])
             recent.append((index + j, c.args, ra[j], rb[j]))
             if len(recent) > 64:
                 del recent[:32]

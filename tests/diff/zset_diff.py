@@ -178,7 +178,7 @@ class Gen:
         r = self.r
         flags = []
         for f in (b"NX", b"XX", b"GT", b"LT", b"CH", b"INCR"):
-            if r.random() < 0.12:
+            if r.random() < 0.08:
                 flags.append(f if r.random() < 0.8 else f.lower())
         if r.random() < 0.03:
             flags.append(r.choice([b"NX", b"FOO", b"CH"]))  # a repeat or an unknown flag
@@ -188,11 +188,14 @@ class Gen:
         else:
             npairs = 1 if r.random() < 0.5 else r.randrange(1, 5)
         args = [b"ZADD", key] + flags
-        for _ in range(npairs):
-            if lex:  # one score for all, or a refused one: lex order stays the set's order
-                sc = b"0" if r.random() < 0.97 else r.choice(BAD_SCORES)
+        bad = r.randrange(npairs) if r.random() < 0.05 else -1  # at most one refused score
+        for i in range(npairs):
+            if i == bad:
+                sc = r.choice(BAD_SCORES)
+            elif lex:  # one score for all: lex order stays the set's order
+                sc = b"0"
             else:
-                sc = self.score()
+                sc = self.score(bad=0)
             args += [sc, self.member(key)]
         if r.random() < 0.03:
             args.append(self.score())  # an unpaired score
@@ -345,8 +348,11 @@ class Gen:
         if x < 0.32:
             return [b"DEL", key], key
         if x < 0.40:
-            return [b"GET", key], key  # WRONGTYPE on a sorted set
+            k = r.choice(ZKEYS + BIGKEYS + LEXKEYS)  # turned into a string now and then below
+            return [b"DEL", k], k
         if x < 0.45:
+            return [b"GET", key], key  # WRONGTYPE on a sorted set
+        if x < 0.48:
             return [b"INCR", key], key
         if x < 0.50:
             return [b"SET", key, b"v"], key  # a sorted set becomes a string
@@ -497,6 +503,30 @@ def check_zrandmember(cmds, ra, rb, i):
     return None
 
 
+class Coverage:
+    """What the stream reached, printed at the end: per command, how many calls answered
+    without an error and how many with one; the largest set seen."""
+
+    def __init__(self):
+        self.calls = {}
+        self.largest = 0
+        self.wrongtype = 0
+
+    def __call__(self, cmd, reply):
+        name = cmd.args[0].upper().decode() if cmd.args else "?"
+        c = self.calls.setdefault(name, [0, 0])
+        c[reply[:1] == b"-"] += 1
+        if reply.startswith(b"-WRONGTYPE"):
+            self.wrongtype += 1
+        if name == "ZCARD" and reply[:1] == b":":
+            self.largest = max(self.largest, int(reply[1:-2]))
+
+    def print(self):
+        print("coverage (ok/error): " + ", ".join(
+            "%s %d/%d" % (k, v[0], v[1]) for k, v in sorted(self.calls.items())))
+        print("largest ZCARD seen: %d; WRONGTYPE replies: %d" % (self.largest, self.wrongtype))
+
+
 # ---- main ---------------------------------------------------------------------------------
 
 
@@ -549,9 +579,10 @@ def main():
             for k in ZKEYS + LEXKEYS + BIGKEYS + TYPE_KEYS + [MISSING]:
                 c.call("DEL", k)
         t0 = time.monotonic()
+        cover = Coverage()
         try:
             n = common.run_streams(Gen(seed, opts.count), ca, cb, names=names,
-                                   batch=opts.batch, seed=seed)
+                                   batch=opts.batch, seed=seed, observe=cover)
         except common.Mismatch as e:
             print(e, flush=True)
             print("0 passed, 1 failed")
@@ -571,6 +602,7 @@ def main():
                 return 1
         print("zset_diff: %d commands, every reply the same, %.1f s (seed %d)"
               % (n, time.monotonic() - t0, seed))
+        cover.print()
         print("1 passed, 0 failed")
         return 0
     finally:
