@@ -75,6 +75,7 @@ TYPE_KEYS = [b"str", b"cnt"]   # a string key and a counter key among the sorted
 ZKEYS = [b"z%d" % i for i in range(8)]
 LEXKEYS = [b"zl%d" % i for i in range(3)]  # every member scored 0: lex ranges are meaningful
 BIGKEYS = [b"zb%d" % i for i in range(2)]  # grown past 128 members
+GROWN = BIGKEYS + [LEXKEYS[0]]  # those and a lex key: lex ranges on an unpacked set too
 MISSING = b"nokey"
 # Lex ranges are only meaningful when every member has the same score (otherwise Redis's answer
 # depends on its skiplist's random levels): every key a lex command may see gets score 0 only.
@@ -99,7 +100,7 @@ class Gen:
 
     def member(self, key=None):
         r = self.r
-        if key in BIGKEYS and r.random() < 0.8:
+        if key in GROWN and r.random() < 0.8:
             return b"m%d" % r.randrange(400)
         if r.random() < 0.06:
             return r.choice(LONG_MEMBERS)
@@ -183,7 +184,7 @@ class Gen:
         if r.random() < 0.03:
             flags.append(r.choice([b"NX", b"FOO", b"CH"]))  # a repeat or an unknown flag
         r.shuffle(flags)
-        if key in BIGKEYS and r.random() < 0.5:
+        if key in GROWN and r.random() < 0.5:
             npairs = r.randrange(10, 60)
         else:
             npairs = 1 if r.random() < 0.5 else r.randrange(1, 5)
@@ -198,7 +199,8 @@ class Gen:
                 sc = self.score(bad=0)
             args += [sc, self.member(key)]
         if r.random() < 0.03:
-            args.append(self.score())  # an unpaired score
+            # An unpaired score (an appended argument may become its member: 0 on lex keys).
+            args.append(b"0" if lex else self.score())
         return args
 
     def rank_range(self, key):
