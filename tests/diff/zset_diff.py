@@ -6,6 +6,7 @@ Usage:
   python3 tests/diff/zset_diff.py --rlimitd build/rlimitd --count 200000 --seed 42
   python3 tests/diff/zset_diff.py --rlimitd-port P --redis-port Q   # servers already running
   python3 tests/diff/zset_diff.py --self-check                      # redis-server vs redis-server
+  python3 tests/diff/zset_diff.py --rlimitd build/rlimitd --skip ZRANDMEMBER,ZRANGEBYLEX  # partial
 
 A seeded generator (seed: --seed, else $DIFF_SEED, else the time; printed first) sends the same
 stream of commands to both servers in pipelined batches and compares every reply byte for byte;
@@ -544,6 +545,9 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--count", type=int, default=int(os.environ.get("DIFF_COUNT", 100000)))
     ap.add_argument("--batch", type=int, default=500)
+    ap.add_argument("--skip", default="",
+                    help="commands to leave out of the stream, e.g. ZRANDMEMBER,ZRANGEBYLEX "
+                         "(while they are being written; the meson test skips none)")
     opts = ap.parse_args()
 
     seed = opts.seed
@@ -582,8 +586,13 @@ def main():
                 c.call("DEL", k)
         t0 = time.monotonic()
         cover = Coverage()
+        skip = {w.strip().upper().encode() for w in opts.skip.split(",") if w.strip()}
+        stream = Gen(seed, opts.count)
+        if skip:
+            print("zset_diff: leaving out %s: not a full run" % b",".join(sorted(skip)).decode())
+            stream = (c for c in stream if not c.args or c.args[0].upper() not in skip)
         try:
-            n = common.run_streams(Gen(seed, opts.count), ca, cb, names=names,
+            n = common.run_streams(stream, ca, cb, names=names,
                                    batch=opts.batch, seed=seed, observe=cover)
         except common.Mismatch as e:
             print(e, flush=True)
