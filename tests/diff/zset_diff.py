@@ -373,9 +373,21 @@ class Gen:
             return [b"PERSIST", key], key
         return [r.choice([b"TTL", b"PTTL"]), key], key
 
+    def sweep(self):
+        """Every key's type and whole contents: a write that answered right but stored wrong
+        shows here even if no later command happens to read it."""
+        for key in ZKEYS + LEXKEYS + BIGKEYS + TYPE_KEYS + [MISSING]:
+            self.n += 2
+            yield Cmd([b"TYPE", key], key)
+            yield Cmd([b"ZRANGE", key, b"0", b"-1", b"WITHSCORES"], key)
+
     def __iter__(self):
         r = self.r
+        next_sweep = 2000
         while self.n < self.count:
+            if self.n >= next_sweep:
+                next_sweep += 2000
+                yield from self.sweep()
             x = r.random()
             if x < 0.01:
                 yield from self.multi_block()
@@ -408,6 +420,7 @@ class Gen:
                 continue
             self.n += 1
             yield Cmd(got[0], got[1])
+        yield from self.sweep()
 
     def multi_block(self):
         """MULTI, 1-5 commands (sorted-set or keyspace, errors included), EXEC or DISCARD."""
