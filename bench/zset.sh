@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # zset.sh - sorted sets (issue 14): rlimitd against Redis on this machine, in one run.
 #
-#   bench/zset.sh [--quick] [--no-build] [--build-dir DIR] [--rounds R]
+#   bench/zset.sh [--quick] [--no-build] [--build-dir DIR] [--rounds R] [--rlimitd BIN]
 #
+# --rlimitd BIN: measure that rlimitd binary (e.g. another worktree's release build) instead of
+#   the one built here; zset_load is still built from this tree.
 # Builds rlimitd and bench/zset_load (release, -O2) into build-bench/ (or DIR), then, for each
 # server in turn on a fresh process (rlimitd with 1 I/O thread, busy polling off; redis-server
 # with persistence off), measures with zset_load and prints a Markdown table:
@@ -25,6 +27,7 @@ BUILD="$ROOT/build-bench"
 QUICK=0
 BUILD_IT=1
 ROUNDS=""
+RLIMITD=""
 
 usage() {
     sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
@@ -37,6 +40,7 @@ while [ $# -gt 0 ]; do
     --no-build) BUILD_IT=0 ;;
     --build-dir) BUILD=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift ;;
     --rounds) ROUNDS="$2"; shift ;;
+    --rlimitd) RLIMITD=$(realpath "$2"); shift ;;
     -h | --help) usage ;;
     *) echo "zset.sh: unknown argument '$1'" >&2; usage ;;
     esac
@@ -68,9 +72,13 @@ if [ "$BUILD_IT" = 1 ]; then
     else
         meson setup "$BUILD" "$ROOT" --buildtype=release -Doptimization=2 -Dtests=false >/dev/null
     fi
-    ninja -C "$BUILD" rlimitd bench/zset_load >/dev/null
+    if [ -n "$RLIMITD" ]; then
+        ninja -C "$BUILD" bench/zset_load >/dev/null
+    else
+        ninja -C "$BUILD" rlimitd bench/zset_load >/dev/null
+    fi
 fi
-RLIMITD="$BUILD/rlimitd"
+: "${RLIMITD:=$BUILD/rlimitd}"
 LOAD="$BUILD/bench/zset_load"
 
 WORK=$(mktemp -d /tmp/rlimitd-zset-bench.XXXXXX)
