@@ -245,7 +245,8 @@ big_set() {
     for op in zadd zrank zrangebyscore; do
         vals=()
         for i in $(seq 1 "$ROUNDS"); do
-            run "$op" "$server" -m "$op" -n "$OPS" -k "$BIG" || break
+            # A new seed each round: the same ZADDs again would re-score to the same scores.
+            run "$op" "$server" -m "$op" -n "$OPS" -k "$BIG" -s $((i + 1)) || break
             vals+=("${R["$op:$server:cpu"]}:${R["$op:$server:rate"]}")
         done
         if [ "${#vals[@]}" = "$ROUNDS" ]; then

@@ -2,7 +2,7 @@
  * rlimitd or Redis, with the server's CPU time over the run (bench/README.md "zset.sh").
  *
  *   zset_load -p PORT -m recipe|load|zadd|zrank|zrangebyscore [-n N] [-a ROUNDS] [-k KEYS]
- *             [-b BATCH] [-P SERVER_PID] [-H HOST]
+ *             [-b BATCH] [-s SEED] [-P SERVER_PID] [-H HOST]
  *
  * recipe:  ROUNDS rounds over keys z:<12 digits> 0..N-1 of the rate-limit transaction
  *            MULTI, ZREMRANGEBYSCORE k 0 <now-10000>, ZADD k <now> <now>, ZCARD k,
@@ -16,6 +16,10 @@
  * zadd:    N ZADDs to big re-scoring random existing members m<0..KEYS-1>.
  * zrank:   N ZRANKs of random members of big.
  * zrangebyscore: N ZRANGEBYSCORE big x x+10000 (about 10 members for KEYS=1M).
+ *
+ * The pseudo-random scores and members come from SEED (default 1): the same SEED sends the same
+ * commands to either server; a repeated run on one server needs another SEED (re-scoring a member
+ * to the score it already has is a cheaper no-op).
  *
  * Batches of BATCH ops (default 100 transactions, 1000 single commands) are written, then all
  * their replies are read. With -P, the server's utime+stime (/proc/PID/stat: all its threads)
@@ -49,6 +53,7 @@ struct opts {
     long keys;   /* members of big the op modes pick from */
     long batch;
     long pid; /* 0: no CPU measurement */
+    long seed;
 };
 
 struct inbuf {
@@ -279,7 +284,7 @@ static int connect_to(const char *host, int port)
 static void usage(void)
 {
     fprintf(stderr, "usage: zset_load -p PORT -m recipe|load|zadd|zrank|zrangebyscore [-n N] "
-                    "[-a ROUNDS] [-k KEYS] [-b BATCH] [-P SERVER_PID] [-H HOST]\n");
+                    "[-a ROUNDS] [-k KEYS] [-b BATCH] [-s SEED] [-P SERVER_PID] [-H HOST]\n");
     exit(2);
 }
 
@@ -295,10 +300,10 @@ static long num_arg(const char *s)
 
 int main(int argc, char **argv)
 {
-    struct opts o = {.host = "127.0.0.1", .n = 100000, .rounds = 1, .keys = 1000000};
+    struct opts o = {.host = "127.0.0.1", .n = 100000, .rounds = 1, .keys = 1000000, .seed = 1};
     const char *mode = NULL;
     int ch;
-    while ((ch = getopt(argc, argv, "p:m:n:a:k:b:P:H:")) != -1) {
+    while ((ch = getopt(argc, argv, "p:m:n:a:k:b:s:P:H:")) != -1) {
         switch (ch) {
         case 'p': o.port = (int)num_arg(optarg); break;
         case 'm': mode = optarg; break;
@@ -306,6 +311,7 @@ int main(int argc, char **argv)
         case 'a': o.rounds = num_arg(optarg); break;
         case 'k': o.keys = num_arg(optarg); break;
         case 'b': o.batch = num_arg(optarg); break;
+        case 's': o.seed = num_arg(optarg); break;
         case 'P': o.pid = num_arg(optarg); break;
         case 'H': o.host = optarg; break;
         default: usage();
@@ -322,6 +328,9 @@ int main(int argc, char **argv)
         }
     if (!found)
         usage();
+    rng_state ^= (uint64_t)o.seed * 0xD1B54A32D192ED03ULL; /* never 0: xorshift's fixed point */
+    if (rng_state == 0)
+        rng_state = 1;
     if (o.batch == 0)
         o.batch = o.mode == MODE_RECIPE ? 100 : 1000;
 
