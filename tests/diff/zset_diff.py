@@ -363,9 +363,11 @@ class Gen:
             k = r.choice(TYPE_KEYS)
             return ([b"SET", k, b"hello"] if k == b"str" else [b"INCR", k]), k
         if x < 0.75:
-            # An expiry far away: later commands see the key; TTL compares with a tolerance.
-            return [r.choice([b"EXPIRE", b"PEXPIRE"]), key,
-                    r.choice([b"1000", b"100000", b"86400"])], key
+            # An expiry hours away (no run lasts that long, so it never falls between the two
+            # servers' clocks): later commands see the key; TTL compares with a tolerance.
+            if r.random() < 0.5:
+                return [b"EXPIRE", key, r.choice([b"10000", b"100000", b"86400"])], key
+            return [b"PEXPIRE", key, r.choice([b"10000000", b"100000000", b"86400000"])], key
         if x < 0.80:
             # Zero or negative: the key goes at once.
             return [r.choice([b"EXPIRE", b"PEXPIRE"]), key, r.choice([b"0", b"-1", b"-100"])], key
