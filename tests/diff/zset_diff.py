@@ -521,6 +521,39 @@ def check_zrandmember(cmds, ra, rb, i):
     return None
 
 
+def planted_difference_caught(ca, cb):
+    """The comparator's own test (--self-check): a score that differs between the two servers
+    must be reported, with ZRANDMEMBER's check too, or a pass proves nothing."""
+    ca.call("ZADD", "canary", "1", "a")
+    cb.call("ZADD", "canary", "2", "a")
+    ok = True
+    for cmds in ([Cmd([b"ZSCORE", b"canary", b"a"], b"canary")],
+                 [Cmd([b"ZRANDMEMBER", b"canary", b"1", b"WITHSCORES"], b"canary",
+                      check_zrandmember, follow=1),
+                  Cmd([b"ZRANGE", b"canary", b"0", b"-1", b"WITHSCORES"], b"canary")]):
+        try:
+            common.run_streams(cmds, ca, cb, names=("redis-a", "redis-b"), seed="planted")
+            print("zset_diff: FAIL: a planted difference (%s) was not reported"
+                  % cmds[0].args[0].decode())
+            ok = False
+        except common.Mismatch:
+            pass
+    # The check itself must see a member that is not in the set, on either side.
+    ca.call("ZADD", "canary2", "1", "a")
+    cb.call("ZADD", "canary2", "1", "a")
+    fake = [Cmd([b"ZRANDMEMBER", b"canary2", b"1"], b"canary2", check_zrandmember, follow=1),
+            Cmd([b"ZRANGE", b"canary2", b"0", b"-1", b"WITHSCORES"], b"canary2")]
+    if check_zrandmember(fake, [b"*1\r\n$1\r\nb\r\n", b"*2\r\n$1\r\na\r\n$1\r\n1\r\n"],
+                         [b"*1\r\n$1\r\na\r\n", b"*2\r\n$1\r\na\r\n$1\r\n1\r\n"], 0) is None:
+        print("zset_diff: FAIL: ZRANDMEMBER's check accepted a non-member")
+        ok = False
+    for c in (ca, cb):
+        c.call("DEL", "canary", "canary2")
+    if ok:
+        print("zset_diff: planted differences are reported (the comparator can fail)")
+    return ok
+
+
 class Coverage:
     """What the stream reached, printed at the end: per command, how many calls answered
     without an error and how many with one; the largest set seen."""
@@ -629,6 +662,9 @@ def main():
         print("zset_diff: %d commands, every reply the same, %.1f s (seed %d)"
               % (n, time.monotonic() - t0, seed))
         cover.print()
+        if opts.self_check and not planted_difference_caught(ca, cb):
+            print("0 passed, 1 failed")
+            return 1
         print("1 passed, 0 failed")
         return 0
     finally:
