@@ -172,6 +172,9 @@ def free_port():
     raise RuntimeError("no free port found")
 
 
+SANITIZER_MARKS = ("runtime error:", "AddressSanitizer", "LeakSanitizer")
+
+
 class Server:
     """A server process this test started; stop() kills it and removes its directory."""
 
@@ -213,14 +216,25 @@ class Server:
         return self.proc.poll() is None
 
     def stop(self):
+        """SIGTERM (SIGKILL after 30 s), then the directory goes. Returns None if all is well,
+        else what was wrong: an exit status other than 0, or sanitizer reports in the log (an
+        ASan build's daemon writes them there; printed here so the test log has them)."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(15)
+                self.proc.wait(30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(15)
+        log = self.log_tail(1 << 20)
         shutil.rmtree(self.workdir, ignore_errors=True)
+        problem = None
+        if any(m in log for m in SANITIZER_MARKS):
+            problem = "%s: sanitizer report in its log:\n%s" % (self.name, log[-20000:])
+        elif self.proc.returncode != 0:
+            problem = "%s exited with status %s; its log:\n%s" % (
+                self.name, self.proc.returncode, log[-4000:])
+        return problem
 
 
 def start_redis(extra=()):

@@ -582,6 +582,22 @@ class Coverage:
 
 
 def main():
+    started = []
+    try:
+        rc = run(started)
+    finally:
+        problems = [p for p in (s.stop() for s in started) if p]
+    for p in problems:  # a server that crashed, leaked or failed to stop cleanly fails the run
+        print(p)
+    if problems and rc == 0:
+        rc = 1
+        print("0 passed, 1 failed")
+    elif rc == 0:
+        print("1 passed, 0 failed")
+    return rc
+
+
+def run(started):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n", 2)[2])
@@ -605,71 +621,65 @@ def main():
     print("zset_diff: seed %d, %d commands (rerun: DIFF_SEED=%d)" % (seed, opts.count, seed),
           flush=True)
 
-    started = []
-    try:
-        if opts.self_check:
-            names = ("redis-a", "redis-b")
-            sa = common.start_redis()
-            sb = common.start_redis()
-            started += [sa, sb]
-            pa, pb = sa.port, sb.port
+    if opts.self_check:
+        names = ("redis-a", "redis-b")
+        sa = common.start_redis()
+        sb = common.start_redis()
+        started += [sa, sb]
+        pa, pb = sa.port, sb.port
+    else:
+        names = ("rlimitd", "redis")
+        if opts.rlimitd_port:
+            pa = opts.rlimitd_port
         else:
-            names = ("rlimitd", "redis")
-            if opts.rlimitd_port:
-                pa = opts.rlimitd_port
-            else:
-                s = common.start_rlimitd(common.resolve_rlimitd(opts.rlimitd))
-                started.append(s)
-                pa = s.port
-            if opts.redis_port:
-                pb = opts.redis_port
-            else:
-                s = common.start_redis()
-                started.append(s)
-                pb = s.port
-        ca, cb = common.Resp(pa), common.Resp(pb)
-        # A clean start: whatever an earlier run left behind on servers started by hand.
-        for c in (ca, cb):
-            for k in ZKEYS + LEXKEYS + BIGKEYS + TYPE_KEYS + [MISSING]:
-                c.call("DEL", k)
-        t0 = time.monotonic()
-        cover = Coverage()
-        skip = {w.strip().upper().encode() for w in opts.skip.split(",") if w.strip()}
-        stream = Gen(seed, opts.count)
-        if skip:
-            print("zset_diff: leaving out %s: not a full run" % b",".join(sorted(skip)).decode())
-            stream = (c for c in stream if not c.args or c.args[0].upper() not in skip)
-        try:
-            n = common.run_streams(stream, ca, cb, names=names,
-                                   batch=opts.batch, seed=seed, observe=cover)
-        except common.Mismatch as e:
-            print(e, flush=True)
-            print("0 passed, 1 failed")
-            return 1
-        except (common.ProtocolError, OSError) as e:
-            print("zset_diff: connection failed (seed %d): %s" % (seed, e))
-            for s in started:
-                if not s.alive():
-                    print("%s exited (%s); its log:\n%s" % (s.name, s.proc.returncode,
-                                                             s.log_tail()))
-            print("0 passed, 1 failed")
-            return 1
+            s = common.start_rlimitd(common.resolve_rlimitd(opts.rlimitd))
+            started.append(s)
+            pa = s.port
+        if opts.redis_port:
+            pb = opts.redis_port
+        else:
+            s = common.start_redis()
+            started.append(s)
+            pb = s.port
+    ca, cb = common.Resp(pa), common.Resp(pb)
+    # A clean start: whatever an earlier run left behind on servers started by hand.
+    for c in (ca, cb):
+        for k in ZKEYS + LEXKEYS + BIGKEYS + TYPE_KEYS + [MISSING]:
+            c.call("DEL", k)
+    t0 = time.monotonic()
+    cover = Coverage()
+    skip = {w.strip().upper().encode() for w in opts.skip.split(",") if w.strip()}
+    stream = Gen(seed, opts.count)
+    if skip:
+        print("zset_diff: leaving out %s: not a full run" % b",".join(sorted(skip)).decode())
+        stream = (c for c in stream if not c.args or c.args[0].upper() not in skip)
+    try:
+        n = common.run_streams(stream, ca, cb, names=names,
+                               batch=opts.batch, seed=seed, observe=cover)
+    except common.Mismatch as e:
+        print(e, flush=True)
+        print("0 passed, 1 failed")
+        return 1
+    except (common.ProtocolError, OSError) as e:
+        print("zset_diff: connection failed (seed %d): %s" % (seed, e))
         for s in started:
             if not s.alive():
-                print("%s died during the run:\n%s" % (s.name, s.log_tail()))
-                print("0 passed, 1 failed")
-                return 1
-        print("zset_diff: %d commands, every reply the same, %.1f s (seed %d)"
-              % (n, time.monotonic() - t0, seed))
-        cover.print()
-        if opts.self_check and not planted_difference_caught(ca, cb):
+                print("%s exited (%s); its log:\n%s" % (s.name, s.proc.returncode,
+                                                         s.log_tail()))
+        print("0 passed, 1 failed")
+        return 1
+    for s in started:
+        if not s.alive():
+            print("%s died during the run:\n%s" % (s.name, s.log_tail()))
             print("0 passed, 1 failed")
             return 1
-        print("1 passed, 0 failed")
-        return 0
-    finally:
-        for s in started:
-            s.stop()
+    print("zset_diff: %d commands, every reply the same, %.1f s (seed %d)"
+          % (n, time.monotonic() - t0, seed))
+    cover.print()
+    if opts.self_check and not planted_difference_caught(ca, cb):
+        print("0 passed, 1 failed")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
