@@ -253,6 +253,8 @@ static int model_step(struct lc_model *m, const struct lc_case *cs, int step, co
         struct lc_key *k = find_key(m, a->argv[1], a->lens[1], 0, 0);
         if (k == NULL)
             return 0;
+        if (r->integer == -2 && may_have_expired(k, after))
+            return 1;
         long long lo, hi;
         if (k->window)
             lm_window_pttl_range(&k->w, before, after, &lo, &hi);
@@ -343,6 +345,10 @@ void lc_run(redisContext *c, const struct lc_case *cs, enum lc_target target)
                  is_cmd(&a, "DEL", a.argc) || is_cmd(&a, "UNLINK", a.argc)) &&
                 sscanf(want, ":%lld%c", &n, &tail) == 1)
                 ok = r->integer <= n && r->integer >= n - expirable;
+            /* Other commands on a limiter key that may have expired may find nothing. */
+            struct lc_key *k = a.argc >= 2 ? find_key(&m, a.argv[1], a.lens[1], 0, 0) : NULL;
+            if (!ok && !quick && k != NULL && may_have_expired(k, after))
+                ok = strcmp(got, "+none") == 0 || strcmp(got, "(nil)") == 0;
         } else {
             /* Slower than the table assumes: the model above has checked the reply. */
             ok = 1;
