@@ -47,6 +47,7 @@ static const struct {
 enum { TRAFFIC_THREADS = 4, CONNS_PER_THREAD = 2, ROUNDS = 60 };
 
 static atomic_int stop;
+static atomic_int running; /* traffic threads not yet ended */
 static atomic_long traffic_calls;
 
 struct traffic_arg {
@@ -65,6 +66,7 @@ static void *traffic(void *p)
         cs[i] = redisConnect("127.0.0.1", a->port);
         if (cs[i] == NULL || cs[i]->err) {
             snprintf(a->err, sizeof a->err, "connect: %s", cs[i] ? cs[i]->errstr : "no memory");
+            atomic_fetch_sub(&running, 1);
             return NULL;
         }
     }
@@ -94,6 +96,7 @@ static void *traffic(void *p)
 out:
     for (int i = 0; i < CONNS_PER_THREAD; i++)
         redisFree(cs[i]);
+    atomic_fetch_sub(&running, 1);
     return NULL;
 }
 
@@ -148,15 +151,18 @@ Test(config_race, config_set_while_traffic_flows)
     pthread_t th[TRAFFIC_THREADS];
     static struct traffic_arg args[TRAFFIC_THREADS];
     atomic_store(&stop, 0);
+    atomic_store(&running, TRAFFIC_THREADS);
     for (int i = 0; i < TRAFFIC_THREADS; i++) {
         args[i] = (struct traffic_arg){.port = d->port, .id = i};
         cr_assert_eq(pthread_create(&th[i], NULL, traffic, &args[i]), 0);
     }
     for (int round = 0; round < ROUNDS; round++) {
         set_round(c, round);
-        /* Let some traffic through between rounds, however slow the machine. */
+        /* Let some traffic through between rounds, however slow the machine (while any traffic
+         * thread is still running: a lost connection ends them, reported below). */
         long seen = atomic_load(&traffic_calls);
-        while (atomic_load(&traffic_calls) < seen + 16 * TRAFFIC_THREADS)
+        while (atomic_load(&traffic_calls) < seen + 16 * TRAFFIC_THREADS &&
+               atomic_load(&running) > 0)
             it_sleep_ms(1);
     }
     atomic_store(&stop, 1);
