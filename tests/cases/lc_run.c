@@ -200,7 +200,8 @@ static int may_have_expired(const struct lc_key *k, int64_t after)
 
 static int is_cmd(const struct argv_buf *a, const char *name, int argc)
 {
-    return a->argc == argc && strlen(name) == a->lens[0] && strncasecmp(a->argv[0], name, a->lens[0]) == 0;
+    return a->argc == argc && strlen(name) == a->lens[0] &&
+           strncasecmp(a->argv[0], name, a->lens[0]) == 0;
 }
 
 static int64_t arg_int(const struct argv_buf *a, int i)
@@ -213,7 +214,8 @@ static int64_t arg_int(const struct argv_buf *a, int i)
 }
 
 /* Checks a time-dependent reply against the models. Returns 1 if the step's reply depends on
- * the time (and the model checked it), 0 if it does not. Fails the test on an inconsistent reply. */
+ * the time (and the model checked it), 0 if it does not. Fails the test on an inconsistent reply.
+ */
 static int model_step(struct lc_model *m, const struct lc_case *cs, int step, const char *line,
                       const struct argv_buf *a, const redisReply *r, int64_t before, int64_t after)
 {
@@ -228,8 +230,8 @@ static int model_step(struct lc_model *m, const struct lc_case *cs, int step, co
         }
         struct lc_key *k = find_key(m, a->argv[1], a->lens[1], 0, 1);
         int64_t q = a->argc == 6 ? arg_int(a, 5) : 1;
-        int rc = lm_gcra_check(&k->g, arg_int(a, 2), arg_int(a, 3), arg_int(a, 4), q, before,
-                               after, v, why, sizeof why);
+        int rc = lm_gcra_check(&k->g, arg_int(a, 2), arg_int(a, 3), arg_int(a, 4), q, before, after,
+                               v, why, sizeof why);
         cr_assert(rc == 0, "%s step %d: %s\n  %s", cs->name, step, line, why);
         return 1;
     }

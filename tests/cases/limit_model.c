@@ -101,8 +101,8 @@ static double rel_ms(int64_t t, int64_t base)
 }
 
 int lm_gcra_check(struct lm_gcra *k, int64_t max_burst, int64_t count, int64_t period_s,
-                  int64_t quantity, int64_t before, int64_t after, const long long r[5],
-                  char *why, size_t whylen)
+                  int64_t quantity, int64_t before, int64_t after, const long long r[5], char *why,
+                  size_t whylen)
 {
     int64_t ei = period_s * NS_PER_S / count;
     int64_t limit = max_burst + 1;

@@ -40,8 +40,8 @@ void lm_gcra_reset(struct lm_gcra *k);
  * lies in [before, after] (ns), and narrows *k to what the reply proves. Returns 0, or -1 with
  * the reason in why (then *k is unchanged). Arguments must be valid (the reply an array). */
 int lm_gcra_check(struct lm_gcra *k, int64_t max_burst, int64_t count, int64_t period_s,
-                  int64_t quantity, int64_t before, int64_t after, const long long r[5],
-                  char *why, size_t whylen);
+                  int64_t quantity, int64_t before, int64_t after, const long long r[5], char *why,
+                  size_t whylen);
 
 /* The range [*lo, *hi] a PTTL of the key, read in [before, after], may answer (ms; the module
  * rounds its expiry up to whole ms and reads the time in whole ms, the daemon truncates, so

@@ -809,7 +809,8 @@ void it_throttle(redisContext *c, struct it_limit *l, const char *key, int max_b
 {
     char b[512], why[512];
     int64_t before = lm_now_ns();
-    redisReply *r = it_cmd(c, "CL.THROTTLE %s %d %d %d %d", key, max_burst, count, period, quantity);
+    redisReply *r =
+        it_cmd(c, "CL.THROTTLE %s %d %d %d %d", key, max_burst, count, period, quantity);
     int64_t after = lm_now_ns();
     long long v[5];
     int ok = r->type == REDIS_REPLY_ARRAY && r->elements == 5;
@@ -824,7 +825,9 @@ void it_throttle(redisContext *c, struct it_limit *l, const char *key, int max_b
               "%s:%d: CL.THROTTLE %s: %s", file, line, key, why);
     if (after - l->since < INT64_C(1000000000))
         for (size_t i = 0; i < 5; i++)
-            cr_assert(v[i] == want[i], "%s:%d: CL.THROTTLE %s: got [%lld %lld %lld %lld %lld], want "
-                      "[%lld %lld %lld %lld %lld]", file, line, key, v[0], v[1], v[2], v[3], v[4],
-                      want[0], want[1], want[2], want[3], want[4]);
+            cr_assert(v[i] == want[i],
+                      "%s:%d: CL.THROTTLE %s: got [%lld %lld %lld %lld %lld], want "
+                      "[%lld %lld %lld %lld %lld]",
+                      file, line, key, v[0], v[1], v[2], v[3], v[4], want[0], want[1], want[2],
+                      want[3], want[4]);
 }

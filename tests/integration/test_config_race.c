@@ -103,8 +103,8 @@ out:
 static void set_ok(redisContext *c, const char *name, const char *value)
 {
     redisReply *r = it_cmd(c, "CONFIG SET %s %s", name, value);
-    cr_assert(r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0,
-              "CONFIG SET %s '%s': %s", name, value, r->str ? r->str : "(no text)");
+    cr_assert(r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0, "CONFIG SET %s '%s': %s",
+              name, value, r->str ? r->str : "(no text)");
     freeReplyObject(r);
 }
 

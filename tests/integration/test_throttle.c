@@ -129,11 +129,16 @@ Test(throttle, the_model_refuses_wrong_replies)
         long long delta;
         const char *what;
     } mutations[] = {
-        {5, 2, +1, "remaining one too many"},  {5, 2, -1, "remaining one too few"},
-        {16, 2, +1, "remaining 1 at the end"}, {3, 4, +1, "reset_after a second late"},
-        {3, 4, -1, "reset_after a second early"}, {17, 3, -1, "retry_after 1"},
-        {17, 3, +1, "retry_after 3"},            {17, 0, -1, "the 17th call allowed"},
-        {12, 0, +1, "the 12th call limited"},    {17, 4, -2, "reset_after 30 when limited"},
+        {5, 2, +1, "remaining one too many"},
+        {5, 2, -1, "remaining one too few"},
+        {16, 2, +1, "remaining 1 at the end"},
+        {3, 4, +1, "reset_after a second late"},
+        {3, 4, -1, "reset_after a second early"},
+        {17, 3, -1, "retry_after 1"},
+        {17, 3, +1, "retry_after 3"},
+        {17, 0, -1, "the 17th call allowed"},
+        {12, 0, +1, "the 12th call limited"},
+        {17, 4, -2, "reset_after 30 when limited"},
     };
     for (size_t m = 0; m < sizeof mutations / sizeof mutations[0]; m++) {
         bad = run;
