@@ -212,7 +212,8 @@ void multi_discard(struct session *s)
         free(m);
         s->multi = NULL;
     }
-    s->flags &= ~(SESSION_IN_MULTI | SESSION_MULTI_DIRTY);
+    __atomic_fetch_and(&s->flags, ~(unsigned)(SESSION_IN_MULTI | SESSION_MULTI_DIRTY),
+                       __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_count, -1, __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_mem, 0, __ATOMIC_RELAXED);
 }
@@ -377,7 +378,9 @@ static void run(struct cmd_env *env, struct session *s, int idx, int argc, char 
     size_t start = out->len;
     uint64_t t0 = clock_ticks();
     x.nkeys = collect_keys(d, s, argc, argv, lens, env->ks, &x.keys);
-    s->last_cmd = idx; /* before running: CLIENT LIST shows itself as the current command */
+    /* Atomic (CLIENT LIST on another thread reads it); before running: CLIENT LIST shows
+     * itself as the current command. */
+    __atomic_store_n(&s->last_cmd, idx, __ATOMIC_RELAXED);
 
     if (all_locked || x.nkeys == 0) {
         d->fn(&x);
@@ -423,7 +426,7 @@ static void reject(struct session *s, int idx, struct rbuf *out, const char *msg
     }
     /* Redis: an error while queueing makes EXEC fail. */
     if (s->flags & SESSION_IN_MULTI)
-        s->flags |= SESSION_MULTI_DIRTY;
+        __atomic_fetch_or(&s->flags, SESSION_MULTI_DIRTY, __ATOMIC_RELAXED);
 }
 
 static void reject_unknown(struct session *s, int argc, char **argv, const size_t *lens,
@@ -497,7 +500,7 @@ static void cmd_multi(struct cmd_ctx *x)
     x->s->multi = calloc(1, sizeof(struct multi));
     if (x->s->multi == NULL)
         abort();
-    x->s->flags |= SESSION_IN_MULTI;
+    __atomic_fetch_or(&x->s->flags, SESSION_IN_MULTI, __ATOMIC_RELAXED);
     __atomic_store_n(&x->s->multi_count, 0, __ATOMIC_RELAXED);
     reply_ok(x->out);
 }
@@ -543,7 +546,8 @@ static void cmd_exec(struct cmd_ctx *x)
     }
     /* Detach the queue first: a queued RESET or QUIT must not free it under us. */
     s->multi = NULL;
-    s->flags &= ~(SESSION_IN_MULTI | SESSION_MULTI_DIRTY);
+    __atomic_fetch_and(&s->flags, ~(unsigned)(SESSION_IN_MULTI | SESSION_MULTI_DIRTY),
+                       __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_count, -1, __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_mem, 0, __ATOMIC_RELAXED);
     reply_array(x->out, m->n);

@@ -31,7 +31,7 @@ static void cmd_echo(struct cmd_ctx *x)
 static void cmd_quit(struct cmd_ctx *x)
 {
     reply_ok(x->out);
-    x->s->flags |= SESSION_CLOSE_AFTER_REPLY;
+    __atomic_fetch_or(&x->s->flags, SESSION_CLOSE_AFTER_REPLY, __ATOMIC_RELAXED);
 }
 
 static int auth_required(const struct cmd_env *env)
@@ -455,7 +455,7 @@ static void cmd_shutdown(struct cmd_ctx *x)
         return;
     }
     /* Like Redis: no reply, the connection just closes as the server goes down. */
-    x->s->flags |= SESSION_CLOSE_AFTER_REPLY;
+    __atomic_fetch_or(&x->s->flags, SESSION_CLOSE_AFTER_REPLY, __ATOMIC_RELAXED);
 }
 
 static void save_generic(struct cmd_ctx *x, int background)

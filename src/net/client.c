@@ -310,7 +310,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread == UV_ENOBUFS) {
         char what[96];
         snprintf(what, sizeof(what), "query buffer limit exceeded (client-query-buffer-limit %lld)",
-                 (long long)c->thread->srv->conf->client_query_buffer_limit);
+                 (long long)CONF_GET(c->thread->srv->conf, client_query_buffer_limit));
         resp_deinit(&c->resp);
         protocol_error(c, what);
         flush(c);

@@ -783,7 +783,7 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
     srv->final_save = 1; /* SIGTERM, SIGINT, SHUTDOWN and SHUTDOWN SAVE all save */
     raise_nofile(conf->maxclients);
     srv->nthreads = (int)conf->threads;
-    if (srv->nthreads < 1 || srv->nthreads > 16)
+    if (srv->nthreads < 1 || srv->nthreads > CONF_MAX_THREADS)
         srv->nthreads = 1;
     pthread_mutex_init(&srv->registry_lock, NULL);
     cmd_env_init(&srv->env, ks, conf);

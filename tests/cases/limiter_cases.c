@@ -193,7 +193,8 @@ const struct lc_case lc_cases[] = {
       {"@sleep 300", NULL},
       {"PTTL hist:{bob}:pay", ":1..29750"},
       {"ISALLOWED bob pay 30 1", ":0"},
-      {"PTTL hist:{bob}:pay", ":29800..30000"},
+      /* Bounds from the time measured around the calls: 30 s after the denied attempt. */
+      {"PTTL hist:{bob}:pay", "%model"},
       {"ISALLOWED bob pay 30 1", ":0"},
       {"ISALLOWED bob pay 30 1", ":0"}}},
 

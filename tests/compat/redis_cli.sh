@@ -7,8 +7,15 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 TMUX_SESSION="rlimitd-compat-$$"
+# A tmux server of our own (other runs on the machine use the default one), kept alive by an idle
+# session: a server whose last session was just killed exits, and a new-session racing that exit
+# fails with "server exited unexpectedly".
+tmux() {
+    command tmux -L "$TMUX_SESSION" -f /dev/null "$@"
+}
+tmux new-session -d -s keeper "sleep 3600"
 cleanup_extra() {
-    tmux kill-session -t "$TMUX_SESSION" 2>/dev/null || true
+    tmux kill-server 2>/dev/null || true
 }
 
 cli() {

@@ -88,6 +88,13 @@ if [[ -z "${RLIMITD:-}" ]]; then
 fi
 # The scripts run from other directories: make the path absolute.
 export RLIMITD="$(realpath "$RLIMITD")"
+# The GCRA model (tests/cases/limit_model.h) for checks that must not assume a fast machine:
+# two dependency-free C files, compiled here so this also works without a test build.
+if [[ -z "${LIMIT_CHECK:-}" ]]; then
+    LIMIT_CHECK=$(mktemp -d /tmp/rlimitd-compat-lc.XXXXXX)/limit_check
+    cc -O1 -o "$LIMIT_CHECK" "$ROOT/tests/cases/limit_check.c" "$ROOT/tests/cases/limit_model.c"
+fi
+export LIMIT_CHECK
 echo "run.sh: testing $RLIMITD ($("$RLIMITD" --version))"
 
 # ---- the tests ----
