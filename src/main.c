@@ -173,7 +173,7 @@ int main(int argc, char **argv)
     }
     struct keyspace *ks = ks_create(SHARD_BITS, seed);
     struct persist *persist = persist_create(ks, &conf);
-    /* SPEC 6: the snapshot is loaded before the port opens; a bad one stops the start. */
+    /* SNAPSHOT.md: the snapshot is loaded before the port opens; a bad one stops the start. */
     notify_init((int)conf.supervised);
     notify_send("STATUS=Loading the snapshot");
     int rc;

@@ -1,4 +1,4 @@
-/* conf.c - the directive table and everything driven by it (SPEC 5).
+/* conf.c - the directive table and everything driven by it (CONFIG.md).
  *
  * Each directive is one row of `table` below: its name, how its value is spelled, where it
  * lives in struct conf, its default (written as it would be in the file), its range, whether

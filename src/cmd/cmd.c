@@ -127,7 +127,7 @@ void reply_ks_error(struct rbuf *out, int rc)
         reply_error(out, "WRONGTYPE Operation against a key holding the wrong kind of value");
         break;
     case KS_OOM:
-        /* SPEC 7's text, verbatim. */
+        /* Redis's text, verbatim (COMMANDS.md "Wire protocol"). */
         reply_error(out, "OOM command not allowed when used memory > 'maxmemory'");
         break;
     case KS_NOTINT:
@@ -528,7 +528,7 @@ static void cmd_exec(struct cmd_ctx *x)
         return;
     }
     /* Take every shard the transaction touches before its first command, so no other client's
-     * command interleaves on those keys (SPEC 4). A whole-keyspace command takes them all. */
+     * command interleaves on those keys (COMMANDS.md). A whole-keyspace command takes them all. */
     struct multi *m = s->multi;
     struct keyspace *ks = x->env->ks;
     struct shard_set set = {{0}};

@@ -1,4 +1,4 @@
-/* cmd_info.c - INFO [section ...] (SPEC 4).
+/* cmd_info.c - INFO [section ...] (COMMANDS.md).
  *
  * Monitoring tools (redis_exporter, redis-cli --stat, client libraries checking the version)
  * parse INFO by Redis's field names, so rlimitd uses those names and Redis's layout: one bulk
@@ -296,7 +296,7 @@ static void sec_memory(struct info *in)
     add(in->b, "maxmemory:%" PRId64, maxmemory);
     human(h, sizeof(h), maxmemory > 0 ? (uint64_t)maxmemory : 0);
     add(in->b, "maxmemory_human:%s", h);
-    /* Over maxmemory rlimitd refuses new keys and evicts nothing (SPEC 7). */
+    /* Over maxmemory rlimitd refuses new keys and evicts nothing (COMMANDS.md "Wire protocol"). */
     add(in->b, "maxmemory_policy:noeviction");
     add(in->b, "mem_allocator:libc");
 }
@@ -304,7 +304,7 @@ static void sec_memory(struct info *in)
 static void sec_persistence(struct info *in)
 {
     struct cmd_env *env = in->env;
-    /* The snapshot is loaded before the port opens (SPEC 6): a client never sees loading. */
+    /* The snapshot is loaded before the port opens (SNAPSHOT.md): a client never sees loading. */
     add(in->b, "loading:0");
     add(in->b, "async_loading:0");
     if (env->hooks.info_persistence != NULL) {

@@ -94,7 +94,7 @@ const struct cmd_def *cmd_table(int *n);
 void ctx_lock_shard(struct cmd_ctx *x, unsigned shard);
 void ctx_unlock_shard(struct cmd_ctx *x, unsigned shard);
 
-/* Argument helpers: parse argv[i] as a strict integer; on failure reply the SPEC error
+/* Argument helpers: parse argv[i] as a strict integer; on failure reply Redis's error
  * "ERR value is not an integer or out of range" and return -1. */
 int arg_i64(struct cmd_ctx *x, int i, int64_t *out);
 int arg_is(const struct cmd_ctx *x, int i, const char *lit);

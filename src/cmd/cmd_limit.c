@@ -1,4 +1,4 @@
-/* cmd_limit.c - CL.THROTTLE (SPEC 2), GCRA (SPEC 10) and ISALLOWED (SPEC 3): validate, apply,
+/* cmd_limit.c - CL.THROTTLE (COMMANDS.md "CL.THROTTLE"), GCRA (COMMANDS.md "GCRA") and ISALLOWED (COMMANDS.md "ISALLOWED"): validate, apply,
  * reply. */
 #include "cmd_internal.h"
 
@@ -21,7 +21,7 @@ static void reply_gcra(struct rbuf *out, const struct gcra_result *r)
 
 static void cmd_throttle(struct cmd_ctx *x)
 {
-    /* SPEC 2: arity 5 or 6 (the table says "at least 5"). */
+    /* COMMANDS.md "CL.THROTTLE": arity 5 or 6 (the table says "at least 5"). */
     if (x->argc > 6) {
         reply_error(x->out, "ERR wrong number of arguments for 'cl.throttle' command");
         return;

@@ -15,7 +15,7 @@ static void cmd_get(struct cmd_ctx *x)
     case KS_NONE:
         reply_nil(x->out);
         break;
-    case KS_GCRA: /* SPEC 4: redis-cell users read the TAT in ns as a decimal string */
+    case KS_GCRA: /* COMMANDS.md: redis-cell users read the TAT in ns as a decimal string */
     case KS_INT:
         reply_bulk_i64(x->out, v.i);
         break;

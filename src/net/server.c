@@ -188,7 +188,7 @@ static void cron(uv_timer_t *timer)
             stats_add(&t->stats.expired_keys, freed);
     }
 
-    /* Idle clients (SPEC 7: `timeout`). */
+    /* Idle clients (COMMANDS.md "Wire protocol": `timeout`). */
     int64_t timeout = __atomic_load_n(&srv->conf->timeout, __ATOMIC_RELAXED);
     uint64_t mono_ms = uv_now(&t->loop);
     for (struct client *c = t->clients, *next; c != NULL; c = next) {
@@ -840,7 +840,7 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
     for (int i = 1; i < srv->nthreads; i++)
         pthread_join(srv->threads[i].tid, NULL);
     rc = 0;
-    /* Every loop has stopped: the snapshot holds every answered command (SPEC 6). */
+    /* Every loop has stopped: the snapshot holds every answered command (SNAPSHOT.md). */
     if (persist != NULL) {
         persist_wait(persist);
         /* SHUTDOWN already saved; save again only if commands changed state meanwhile. */

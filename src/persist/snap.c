@@ -1,4 +1,4 @@
-/* snap.c - snapshot file format, crash-safe writing and verified reading (snap.h, SPEC 6,
+/* snap.c - snapshot file format, crash-safe writing and verified reading (snap.h, SNAPSHOT.md,
  * docs/SNAPSHOT.md).
  *
  * Crash safety comes from the order of operations, as in Redis's rdbSave: the records go to a

@@ -22,7 +22,7 @@
  *     [8 value][1 flags][1 key length; 255 = a 4-byte length follows][4 length?][8 expiry?][key]
  * The value is the TAT or integer, or a pointer to a malloc'd blob (KS_RAW string, KS_SWLOG ring).
  * The expiry field exists only when the expiry is not implied: a GCRA key expires at its TAT
- * (SPEC 2), so F_EXP_IS_VAL says "expiry == value" and a GCRA entry with a 14-byte key is 24
+ * (COMMANDS.md "CL.THROTTLE"), so F_EXP_IS_VAL says "expiry == value" and a GCRA entry with a 14-byte key is 24
  * bytes. EXPIRE/PERSIST on such a key, or a type change, moves the entry to the class of its new
  * shape and updates its slot. Nothing outside this file ever holds an entry pointer across a call
  * that could move it.
@@ -653,7 +653,7 @@ uint64_t ks_expires_count(const struct keyspace *ks)
     return sum;
 }
 
-/* Creating a key is refused over maxmemory; everything else keeps working (SPEC 7). */
+/* Creating a key is refused over maxmemory; everything else keeps working (COMMANDS.md "Wire protocol"). */
 static int over_maxmemory(const struct keyspace *ks)
 {
     uint64_t max = atomic_load_explicit(&ks->maxmemory, memory_order_relaxed);
@@ -878,7 +878,7 @@ static void set_expire(struct shard *sh, uint64_t i, int64_t at)
     count_expiry_change(sh, old, at);
 }
 
-/* Stores a new TAT in the GCRA entry of slot i; its expiry becomes the TAT (SPEC 2). */
+/* Stores a new TAT in the GCRA entry of slot i; its expiry becomes the TAT (COMMANDS.md "CL.THROTTLE"). */
 static void set_gcra(struct shard *sh, uint64_t i, int64_t tat)
 {
     uint8_t *e = slot_entry(sh, i);
@@ -1224,7 +1224,7 @@ int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, i
         store_log(sh, e, stored, log, on_heap);
     else if (cring_fits(log, log->cap))
         store_log(sh, e, NULL, log, 1); /* a wide log that fits a cring again */
-    /* SPEC 3: the key expires `period` after its newest attempt. cmd_limit bounds period so
+    /* COMMANDS.md "ISALLOWED": the key expires `period` after its newest attempt. cmd_limit bounds period so
      * this cannot overflow. */
     set_expire(sh, (uint64_t)i, (newest + period_ms) * CLOCK_NS_PER_MS);
     return KS_OK;
@@ -1539,7 +1539,7 @@ int ks_dump_slice(struct keyspace *ks, unsigned shard, int64_t now, uint64_t max
         e[E_FLAGS] ^= F_EPOCH;
         sh->dump_left--;
         if (e_expired(e, now))
-            continue; /* SPEC 6: expired state is skipped on write */
+            continue; /* SNAPSHOT.md: expired state is skipped on write */
         struct ks_record r = {0};
         r.type = e_type(e);
         r.klen = e_klen(e);
@@ -1667,7 +1667,7 @@ static uint8_t restored_shape(const struct ks_record *r)
     return (r->type == KS_GCRA && r->expire == r->i) ? F_EXP_IS_VAL : F_HAS_EXP;
 }
 
-/* What both load paths do first: -1 for an invalid record, 0 for one to skip (SPEC 6: expired
+/* What both load paths do first: -1 for an invalid record, 0 for one to skip (SNAPSHOT.md: expired
  * state is skipped on load too), 1 to load it. */
 static int restore_admit(const struct ks_record *r, int64_t now)
 {

@@ -292,7 +292,7 @@ static int model_step(struct lc_model *m, const struct lc_case *cs, int step, co
     return 0;
 }
 
-/* The table's exact replies hold when a case runs "in quick succession": SPEC 2's worked example
+/* The table's exact replies hold when a case runs "in quick succession": CL.THROTTLE's worked example (COMMANDS.md)
  * is exact while its calls take less than a second. */
 #define QUICK_NS INT64_C(1000000000)
 

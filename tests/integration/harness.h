@@ -164,7 +164,7 @@ struct it_limit {
 };
 void it_limit_init(struct it_limit *l);
 /* Sends `CL.THROTTLE key max_burst count period quantity` and checks the reply against the model
- * with the time measured around the call; while the key's calls so far took under a second (SPEC
+ * with the time measured around the call; while the key's calls so far took under a second (COMMANDS.md
  * 2's "quick succession"), also against want exactly. */
 void it_throttle(redisContext *c, struct it_limit *l, const char *key, int max_burst, int count,
                  int period, int quantity, const long long want[5], const char *file, int line);

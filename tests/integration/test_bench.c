@@ -22,7 +22,7 @@ static char *bench(int port, const char *args)
               st, out);
     cr_assert(strstr(out, "ERR") == NULL, "redis-benchmark %s reported errors:\n%.3000s", args,
               out);
-    /* It reads CONFIG GET save / appendonly first (SPEC 4). */
+    /* It reads CONFIG GET save / appendonly first (COMMANDS.md). */
     cr_assert(strstr(out, "Could not fetch") == NULL, "redis-benchmark %s:\n%.3000s", args, out);
     return out;
 }

@@ -1,4 +1,4 @@
-/* test_expiry.c - expired state is invisible at once and reclaimed in the background (SPEC 4,
+/* test_expiry.c - expired state is invisible at once and reclaimed in the background (COMMANDS.md,
  * DESIGN.md "Expiry"). Only deadlines here, no timing assertions. */
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* test_keyspace.c - the keyspace and string commands (SPEC 4): SET/GET, counters, expiry
+/* test_keyspace.c - the keyspace and string commands (COMMANDS.md): SET/GET, counters, expiry
  * options, TYPE, multi-key commands, SCAN, MULTI/EXEC. */
 #include <errno.h>
 #include <stdio.h>

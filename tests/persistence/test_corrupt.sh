@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_corrupt.sh - SPEC 6: "a corrupt or truncated snapshot stops the start with a clear message
+# test_corrupt.sh - SNAPSHOT.md: "a corrupt or truncated snapshot stops the start with a clear message
 # (path, offset, reason) and the file is left untouched for inspection".
 #
 # A real snapshot holding all four record types is damaged in each region (a flipped byte),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_crash_loop.sh - SPEC 6: "a crash at any moment leaves either the old or the new snapshot,
+# test_crash_loop.sh - SNAPSHOT.md: "a crash at any moment leaves either the old or the new snapshot,
 # never a torn one". A background save every second (--save-interval 1) under continuous
 # redis-benchmark load (CL.THROTTLE on random keys, and INCR), and kill -9 at random moments,
 # RLIMITD_CRASHES times (default 25). A million keys are loaded first so that a save takes a good

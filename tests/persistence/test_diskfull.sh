@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_diskfull.sh - SPEC 6 / issue 3: "A full disk or an unwritable dir fails the save with a
+# test_diskfull.sh - SNAPSHOT.md / issue 3: "A full disk or an unwritable dir fails the save with a
 # logged reason and an error reply; the daemon keeps serving and keeps the old snapshot."
 #
 #   A. the --dir is replaced by a regular file while the daemon runs (no root needed);

@@ -1,4 +1,4 @@
-/* test_conf.c - the configuration table (SPEC 5) and the logger.
+/* test_conf.c - the configuration table (CONFIG.md) and the logger.
  *
  * Each test runs in its own fresh temporary directory (Criterion forks per test), so files are
  * written under fixed names and error texts can be compared exactly: "rlimitd.conf:3: ...". */
