@@ -14,6 +14,7 @@
 #include "rlimitd/clock.h"
 #include "rlimitd/isallowed.h"
 #include "rlimitd/util.h"
+#include "script.h"
 #include "slowlog.h"
 
 /* The table, in COMMAND's order. Arity, flags, key positions and ACL categories are Redis 7's
@@ -78,6 +79,14 @@ static const struct cmd_def commands[] = {
      "slow transaction", cmd_exec},
     {"discard", 1, CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
      "fast transaction", cmd_discard},
+    {"eval", -3, CMD_NOSCRIPT | CMD_STALE | CMD_NUMKEYS, 0, 0, 0, "slow scripting", cmd_eval},
+    {"evalsha", -3, CMD_NOSCRIPT | CMD_STALE | CMD_NUMKEYS, 0, 0, 0, "slow scripting",
+     cmd_evalsha},
+    {"eval_ro", -3, CMD_NOSCRIPT | CMD_STALE | CMD_NUMKEYS | CMD_READONLY, 0, 0, 0,
+     "slow scripting", cmd_eval_ro},
+    {"evalsha_ro", -3, CMD_NOSCRIPT | CMD_STALE | CMD_NUMKEYS | CMD_READONLY, 0, 0, 0,
+     "slow scripting", cmd_evalsha_ro},
+    {"script", -2, CMD_NOSCRIPT, 0, 0, 0, "slow scripting", cmd_script},
 };
 
 #define NCOMMANDS ((int)(sizeof(commands) / sizeof(commands[0])))
@@ -309,6 +318,8 @@ void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
 void cmd_env_deinit(struct cmd_env *env)
 {
     slowlog_destroy(&env->slowlog);
+    script_engine_free_all();
+    script_cache_free();
     pthread_mutex_destroy(&env->conf_lock);
     pthread_mutex_destroy(&env->names_lock);
 }
@@ -331,6 +342,12 @@ static int collect_keys(const struct cmd_def *d, struct session *s, int argc, ch
                 abort();
         }
         n = 1;
+    } else if (d->flags & CMD_NUMKEYS) {
+        /* An invalid count gives no keys; the handler replies the error. */
+        int64_t nk;
+        if (argc >= 3 && util_parse_i64(argv[2], lens[2], &nk) == 0 && nk >= 0 &&
+            nk <= argc - 3)
+            n = (int)nk;
     } else if (d->first_key > 0) {
         int last = d->last_key < 0 ? argc + d->last_key : d->last_key;
         if (last >= argc)
@@ -348,8 +365,10 @@ static int collect_keys(const struct cmd_def *d, struct session *s, int argc, ch
         size_t len = isallowed_key(sc->derived, argv[1], lens[1], argv[2], lens[2]);
         ks_key_init(ks, &sc->keys[0], sc->derived, len);
     } else {
+        int first = d->flags & CMD_NUMKEYS ? 3 : d->first_key;
+        int step = d->flags & CMD_NUMKEYS ? 1 : d->step;
         for (int i = 0; i < n; i++) {
-            int a = d->first_key + i * d->step;
+            int a = first + i * step;
             ks_key_init(ks, &sc->keys[i], argv[a], lens[a]);
         }
     }
@@ -357,10 +376,8 @@ static int collect_keys(const struct cmd_def *d, struct session *s, int argc, ch
     return n;
 }
 
-#define MAX_SHARD_WORDS 64 /* 4096 shards at most (ks_create's limit) */
-
 struct shard_set {
-    uint64_t w[MAX_SHARD_WORDS];
+    uint64_t w[SHARD_WORDS];
 };
 
 static void shard_set_add(struct shard_set *set, unsigned shard)
@@ -372,6 +389,7 @@ static void shard_set_add(struct shard_set *set, unsigned shard)
 static void lock_set(struct keyspace *ks, const struct shard_set *set, int lock)
 {
     unsigned words = (ks_nshards(ks) + 63) / 64;
+    _Static_assert(sizeof(set->w) / sizeof(set->w[0]) == SHARD_WORDS, "shard set size");
     for (unsigned w = 0; w < words; w++) {
         uint64_t bits = set->w[w];
         while (bits != 0) {
@@ -406,9 +424,11 @@ static void count_error(struct session *s, const struct rbuf *out, size_t start)
 }
 
 /* Runs a command whose arity and permissions were checked, with its shards locked unless
- * all_locked. Counts it. */
+ * all_locked (inside EXEC, or called from a script, which holds them). Counts it. A script's
+ * calls stay out of the slow log (the script is logged as one command). */
 static void run(struct cmd_env *env, struct session *s, int idx, int argc, char **argv,
-                const size_t *lens, struct rbuf *out, int64_t now, int all_locked)
+                const size_t *lens, struct rbuf *out, int64_t now, int all_locked,
+                int from_script)
 {
     const struct cmd_def *d = &commands[idx];
     struct cmd_ctx x = {env, s, argc, argv, lens, NULL, 0, now, out, all_locked};
@@ -446,7 +466,7 @@ static void run(struct cmd_env *env, struct session *s, int idx, int argc, char 
             stats_add(&s->stats->dirty, 1);
         }
     }
-    if (env->slowlog != NULL)
+    if (env->slowlog != NULL && !from_script)
         slowlog_maybe_add(env->slowlog, env->conf, now, dur_us, argc, argv, lens, s);
 }
 
@@ -588,7 +608,7 @@ void cmd_exec(struct cmd_ctx *x)
     lock_set(ks, &set, 1);
     for (int i = 0; i < m->n; i++)
         run(x->env, s, m->q[i].cmd, m->q[i].argc, m->q[i].argv, m->q[i].lens, x->out, x->now,
-            1);
+            1, 0);
     lock_set(ks, &set, 0);
     struct session tmp = {0};
     tmp.multi = m;
@@ -630,5 +650,119 @@ void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
         reply_simple(out, "QUEUED");
         return;
     }
-    run(env, s, idx, argc, argv, lens, out, now, 0);
+    run(env, s, idx, argc, argv, lens, out, now, 0, 0);
+}
+
+/* ---- redis.call ---- */
+
+static int bit_is(const uint64_t *set, unsigned shard)
+{
+    return (set[shard / 64] >> (shard % 64)) & 1;
+}
+
+static int declared(const struct script_hold *h, const struct ks_key *k)
+{
+    for (int i = 0; i < h->nkeys; i++)
+        if (h->keys[i].hash == k->hash && h->keys[i].len == k->len &&
+            memcmp(h->keys[i].p, k->p, k->len) == 0)
+            return 1;
+    return 0;
+}
+
+/* Takes an ISALLOWED state key's shard for the rest of the script (script_hold). */
+static int hold_derived(struct script_hold *h, unsigned shard)
+{
+    struct keyspace *ks = h->x->env->ks;
+    if (bit_is(h->held, shard) || bit_is(h->extra, shard))
+        return 0;
+    if (h->x->all_locked)
+        return -1; /* inside EXEC: the transaction's set is fixed */
+    if ((int)shard > h->max_held) {
+        ks_lock(ks, shard);
+        h->max_held = (int)shard;
+    } else if (ks_trylock(ks, shard) != 0) {
+        return -1;
+    }
+    h->extra[shard / 64] |= 1ull << (shard % 64);
+    return 0;
+}
+
+void cmd_from_script(struct script_hold *h, int argc, char **argv, const size_t *lens,
+                     struct rbuf *out)
+{
+    struct cmd_ctx *x = h->x;
+    struct session *s = x->s;
+    int idx = lookup(argv[0], lens[0]);
+    if (idx < 0) {
+        reply_error(out, "ERR Unknown Redis command called from script");
+        return;
+    }
+    const struct cmd_def *d = &commands[idx];
+    if (!arity_ok(d, argc)) {
+        reply_error(out, "ERR Wrong number of args calling Redis command from script");
+        return;
+    }
+    if (d->flags & CMD_NOSCRIPT) {
+        reply_error(out, "ERR This Redis command is not allowed from script");
+        return;
+    }
+    if ((d->flags & CMD_WRITE) && h->read_only) {
+        reply_error(out, "ERR Write commands are not allowed from read-only scripts.");
+        return;
+    }
+    if (d->flags & CMD_ALLSHARDS) {
+        reply_error(out, "ERR This command visits every shard and is not allowed from scripts "
+                         "in rlimitd");
+        return;
+    }
+    struct ks_key *keys;
+    int n = collect_keys(d, s, argc, argv, lens, x->env->ks, &keys);
+    for (int i = 0; i < n; i++) {
+        struct ks_key named = keys[i];
+        if (d->flags & CMD_KEYDERIVED)
+            ks_key_init(x->env->ks, &named, argv[1], lens[1]);
+        if (!declared(h, &named)) {
+            reply_error(out, "ERR Script attempted to access a key not declared in KEYS "
+                             "(rlimitd locks exactly the declared keys)");
+            return;
+        }
+        if ((d->flags & CMD_KEYDERIVED) && hold_derived(h, ks_shard(x->env->ks, &keys[i]))) {
+            reply_error(out, "ERR ISALLOWED's state key is in a shard held by another client; "
+                             "retry the script");
+            return;
+        }
+    }
+    if (d->flags & CMD_WRITE)
+        h->wrote = 1;
+    int last = s->last_cmd;
+    run(x->env, s, idx, argc, argv, lens, out, x->now, 1, 1);
+    s->last_cmd = last;
+}
+
+void script_hold_init(struct script_hold *h, struct cmd_ctx *x, struct ks_key *keys, int n)
+{
+    memset(h, 0, sizeof(*h));
+    h->x = x;
+    h->keys = keys;
+    h->nkeys = n;
+    h->max_held = -1;
+    for (int i = 0; i < n; i++) {
+        unsigned shard = ks_shard(x->env->ks, &keys[i]);
+        h->held[shard / 64] |= 1ull << (shard % 64);
+        if ((int)shard > h->max_held)
+            h->max_held = (int)shard;
+    }
+}
+
+void script_hold_release(struct script_hold *h)
+{
+    struct keyspace *ks = h->x->env->ks;
+    for (unsigned w = 0; w < SHARD_WORDS; w++) {
+        uint64_t bits = h->extra[w];
+        while (bits != 0) {
+            ks_unlock(ks, w * 64 + (unsigned)__builtin_ctzll(bits));
+            bits &= bits - 1;
+        }
+        h->extra[w] = 0;
+    }
 }

@@ -161,6 +161,20 @@ static const struct cmd_meta meta[] = {
      "transactions", "Depends on the queued commands", NULL, FLAG_SKIP_SLOWLOG},
     {"discard", NULL, NULL, NULL, NULL, "Discards the commands queued since MULTI", "2.0.0",
      "transactions", "O(N) where N is the number of queued commands", NULL, FLAG_ALLOW_BUSY},
+    {"eval", NULL, NULL, NULL, NULL, "Execute a Lua script server side", "2.6.0", "scripting",
+     "Depends on the script that is executed.",
+     "script:string numkeys:integer ?*key:key ?*arg:string", 0},
+    {"evalsha", NULL, NULL, NULL, NULL, "Execute a Lua script server side", "2.6.0", "scripting",
+     "Depends on the script that is executed.",
+     "sha1:string numkeys:integer ?*key:key ?*arg:string", 0},
+    {"eval_ro", NULL, NULL, NULL, NULL, "Execute a read-only Lua script server side", "7.0.0",
+     "scripting", "Depends on the script that is executed.",
+     "script:string numkeys:integer ?*key:key ?*arg:string", 0},
+    {"evalsha_ro", NULL, NULL, NULL, NULL, "Execute a read-only Lua script server side", "7.0.0",
+     "scripting", "Depends on the script that is executed.",
+     "sha1:string numkeys:integer ?*key:key ?*arg:string", 0},
+    {"script", NULL, NULL, NULL, NULL, "A container for Lua scripts management commands",
+     "2.6.0", "scripting", "Depends on subcommand.", NULL, 0},
 };
 
 #define NMETA ((int)(sizeof(meta) / sizeof(meta[0])))

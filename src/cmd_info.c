@@ -24,6 +24,7 @@
 #include "rlimitd/clock.h"
 #include "rlimitd/util.h"
 #include "rlimitd_version.h"
+#include "script.h"
 
 /* The Redis version INFO claims. Clients and tools gate features on redis_version (redis-py
  * and go-redis pick command shapes by it, redis_exporter its metric set); rlimitd answers
@@ -252,6 +253,12 @@ static void sec_memory(struct info *in)
     add(in->b, "used_memory_rss:%" PRIu64, rss);
     human(h, sizeof(h), rss);
     add(in->b, "used_memory_rss_human:%s", h);
+    uint64_t lua = script_engine_memory();
+    add(in->b, "used_memory_lua:%" PRIu64, lua);
+    human(h, sizeof(h), lua);
+    add(in->b, "used_memory_lua_human:%s", h);
+    add(in->b, "used_memory_scripts_eval:%" PRIu64, script_cache_bytes());
+    add(in->b, "number_of_cached_scripts:%" PRIu64, script_cache_count());
     add(in->b, "maxmemory:%" PRId64, maxmemory);
     human(h, sizeof(h), maxmemory > 0 ? (uint64_t)maxmemory : 0);
     add(in->b, "maxmemory_human:%s", h);

@@ -24,6 +24,7 @@
 #define CMD_KEYDERIVED 0x800u /* the state key is built from the arguments (ISALLOWED) */
 #define CMD_NO_MULTI 0x1000u  /* refused inside MULTI: SAVE would wait on the shard locks EXEC
                                * holds; SHUTDOWN as Redis */
+#define CMD_NUMKEYS 0x2000u   /* EVAL family: argv[2] counts the keys that follow it */
 
 struct cmd_ctx {
     struct cmd_env *env;
@@ -51,6 +52,27 @@ struct cmd_def {
 
 const struct cmd_def *cmd_table(int *n);
 
+/* A running script's hold on the keyspace (cmd_script.c sets it up, cmd.c's cmd_from_script
+ * checks each redis.call against it). The dispatcher locked the shards of the declared KEYS
+ * before EVAL's handler ran; a call may touch only declared keys. ISALLOWED's state key is
+ * derived from its arguments, so its shard may be outside that set: cmd_from_script then takes
+ * it too (blocking only for a shard above every held one, so lock order stays ascending;
+ * otherwise trylock) and records it in `extra` for the handler to release. */
+#define SHARD_WORDS 64 /* 4096 shards at most (ks_create's limit) */
+struct script_hold {
+    struct cmd_ctx *x;      /* the EVAL: env, session, the one clock reading */
+    struct ks_key *keys;    /* the declared KEYS, hashed */
+    int nkeys;
+    uint64_t held[SHARD_WORDS];  /* shards locked for the declared keys */
+    uint64_t extra[SHARD_WORDS]; /* shards locked during the script, released after it */
+    int max_held;           /* highest shard held, -1 for none */
+    int read_only;          /* EVAL_RO or "#!lua flags=no-writes" */
+    int wrote;              /* a write command ran */
+};
+void script_hold_init(struct script_hold *h, struct cmd_ctx *x, struct ks_key *keys, int n);
+/* Releases the shards taken during the script (`extra`). */
+void script_hold_release(struct script_hold *h);
+
 /* Whole-keyspace handlers take shards through these, so that inside EXEC (all shards already
  * held) they do not lock twice. */
 void ctx_lock_shard(struct cmd_ctx *x, unsigned shard);
@@ -71,7 +93,7 @@ void reply_ks_error(struct rbuf *out, int rc);
     X(type) X(ttl) X(pttl) X(expire) X(pexpire) X(persist) X(scan) X(dbsize) X(flushall)          \
     X(ping) X(echo) X(quit) X(reset) X(hello) X(auth) X(select) X(client) X(time) X(config)       \
     X(shutdown) X(save) X(bgsave) X(lastsave) X(slowlog) X(latency) X(info) X(command) X(multi)   \
-    X(exec) X(discard)
+    X(exec) X(discard) X(eval) X(evalsha) X(eval_ro) X(evalsha_ro) X(script)
 #define DECLARE_HANDLER(name) void cmd_##name(struct cmd_ctx *x);
 HANDLERS(DECLARE_HANDLER)
 #undef DECLARE_HANDLER

@@ -47,5 +47,15 @@ for f in module/*.c; do
     check "$f" 'uv\.h|hiredis|xxhash|rlimitd/(resp|cmd|server|conf|log|snap|persist|notify|reply|stats|keyspace|clock|hash)\.h|cmd_internal\.h|server_internal\.h|slowlog\.h' \
         "the module may use only the limiter (gcra, swlog, isallowed, util) and the module API"
 done
+# The Lua engine reaches the commands only through cmd_from_script (script.h), and Lua itself
+# stays inside script_lua.c.
+for f in script_cache.c script_lua.c; do
+    check "$f" 'uv\.h|hiredis|rlimitd/(resp|server|persist|snap|keyspace)\.h|cmd_internal\.h|server_internal\.h' \
+        "the script engine reaches the commands only through cmd_from_script (script.h)"
+done
+for f in *.c; do
+    [[ $f == script_lua.c ]] && continue
+    check "$f" 'lua\.h|lauxlib\.h|lualib\.h|lua-' "only script_lua.c embeds Lua"
+done
 echo "layering: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]
