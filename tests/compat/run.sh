@@ -60,12 +60,15 @@ if ((${#missing[@]} > 0)); then
         -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
 fi
 
-# The client package the brief names: ioredis 5 from npm, local to this folder, never saved.
-if [[ ! -f "$HERE/node_modules/ioredis/package.json" ]]; then
-    echo "run.sh: npm install ioredis@5 into tests/compat/node_modules"
+# The client package the brief names: ioredis 5 from npm, and the script-based limiters of
+# issue 16, local to this folder, never saved.
+if [[ ! -f "$HERE/node_modules/ioredis/package.json" ||
+    ! -f "$HERE/node_modules/rate-limiter-flexible/package.json" ||
+    ! -f "$HERE/node_modules/rate-limit-redis/package.json" ]]; then
+    echo "run.sh: npm install ioredis@5 rate-limiter-flexible@11 rate-limit-redis@6 into tests/compat/node_modules"
     mkdir -p "$HERE/node_modules"
     timeout 600 npm install --prefix "$HERE" --no-save --no-package-lock --no-audit --no-fund \
-        --loglevel=error ioredis@5
+        --loglevel=error ioredis@5 rate-limiter-flexible@11 rate-limit-redis@6
 fi
 
 # ---- the daemon ----
@@ -81,8 +84,8 @@ export RLIMITD="$(realpath "$RLIMITD")"
 echo "run.sh: testing $RLIMITD ($("$RLIMITD" --version))"
 
 # ---- the tests ----
-ALL=(test_redis_py.py test_commands.py raw_clients.py ioredis.test.js redis_cli.sh
-    redis_benchmark.sh exporter.sh systemd.sh)
+ALL=(test_redis_py.py test_commands.py raw_clients.py ioredis.test.js script_limiters.test.js
+    script_fixed_window.py redis_cli.sh redis_benchmark.sh exporter.sh systemd.sh)
 if (($# > 0)); then
     ALL=("$@")
 fi
