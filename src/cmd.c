@@ -311,6 +311,11 @@ void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
     for (int i = 0; i < 20; i++)
         snprintf(env->run_id + 2 * i, 3, "%02x", rnd[i] ^ (unsigned char)(env->start_ns >> i));
     env->slowlog = slowlog_create();
+    if (ks != NULL) {
+        env->script_since = calloc(ks_nshards(ks), sizeof(*env->script_since));
+        if (env->script_since == NULL)
+            abort();
+    }
     clock_ticks_to_us(0); /* calibrate now, not during the first command */
     atomic_store(&env->auth_required, conf->requirepass != NULL && conf->requirepass[0] != '\0');
 }
@@ -318,6 +323,8 @@ void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
 void cmd_env_deinit(struct cmd_env *env)
 {
     slowlog_destroy(&env->slowlog);
+    free(env->script_since);
+    env->script_since = NULL;
     script_engine_free_all();
     script_cache_free();
     pthread_mutex_destroy(&env->conf_lock);
@@ -403,6 +410,70 @@ static void lock_set(struct keyspace *ks, const struct shard_set *set, int lock)
     }
 }
 
+/* Locks a shard for a command, unless a script has held it past busy-reply-threshold: then
+ * -1 (the caller answers BUSY) instead of waiting for the script. A shard without a script
+ * marker is locked plainly. */
+static int lock_or_busy(struct cmd_env *env, unsigned shard)
+{
+    for (;;) {
+        int64_t since = env->script_since == NULL
+                            ? 0
+                            : atomic_load_explicit(&env->script_since[shard],
+                                                   memory_order_relaxed);
+        if (since == 0) {
+            ks_lock(env->ks, shard);
+            return 0;
+        }
+        int64_t ms = __atomic_load_n(&env->conf->busy_reply_threshold, __ATOMIC_RELAXED);
+        int64_t deadline = since + ms * 1000000;
+        if (clock_mono_ns() >= deadline)
+            return ks_trylock(env->ks, shard);
+        if (ks_timedlock(env->ks, shard, deadline) == 0)
+            return 0;
+        /* Timed out: the same script is now busy, or another took the shard: look again. */
+    }
+}
+
+/* Locks the set ascending; on BUSY releases what it took and returns -1. */
+static int lock_set_or_busy(struct cmd_env *env, const struct shard_set *set)
+{
+    unsigned words = (ks_nshards(env->ks) + 63) / 64;
+    for (unsigned w = 0; w < words; w++) {
+        uint64_t bits = set->w[w];
+        while (bits != 0) {
+            unsigned shard = w * 64 + (unsigned)__builtin_ctzll(bits);
+            bits &= bits - 1;
+            if (lock_or_busy(env, shard) != 0) {
+                struct shard_set taken = {{0}};
+                for (unsigned v = 0; v < w; v++)
+                    taken.w[v] = set->w[v];
+                taken.w[w] = set->w[w] & ((1ull << (shard % 64)) - 1);
+                lock_set(env->ks, &taken, 0);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Whether a script has held some shard past busy-reply-threshold: a whole-keyspace command
+ * then answers BUSY rather than start and wait on that shard. */
+static int any_shard_busy(struct cmd_env *env)
+{
+    if (env->script_since == NULL)
+        return 0;
+    int64_t ms = __atomic_load_n(&env->conf->busy_reply_threshold, __ATOMIC_RELAXED);
+    int64_t now = clock_mono_ns();
+    for (unsigned i = 0; i < ks_nshards(env->ks); i++) {
+        int64_t since = atomic_load_explicit(&env->script_since[i], memory_order_relaxed);
+        if (since != 0 && now - since >= ms * 1000000)
+            return 1;
+    }
+    return 0;
+}
+
+#define BUSY_TEXT "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+
 void ctx_lock_shard(struct cmd_ctx *x, unsigned shard)
 {
     if (!x->all_locked)
@@ -423,6 +494,8 @@ static void count_error(struct session *s, const struct rbuf *out, size_t start)
         stats_add(&s->stats->errors[stats_err_of(out->p + start)], 1);
 }
 
+static void reject(struct session *s, int idx, struct rbuf *out, const char *msg);
+
 /* Runs a command whose arity and permissions were checked, with its shards locked unless
  * all_locked (inside EXEC, or called from a script, which holds them). Counts it. A script's
  * calls stay out of the slow log (the script is logged as one command). */
@@ -437,18 +510,28 @@ static void run(struct cmd_env *env, struct session *s, int idx, int argc, char 
     x.nkeys = collect_keys(d, s, argc, argv, lens, env->ks, &x.keys);
     s->last_cmd = idx; /* before running: CLIENT LIST shows itself as the current command */
 
+    if (!all_locked && (d->flags & CMD_ALLSHARDS) && any_shard_busy(env)) {
+        reject(s, idx, out, BUSY_TEXT);
+        return;
+    }
     if (all_locked || x.nkeys == 0) {
         d->fn(&x);
     } else if (x.nkeys == 1) {
         unsigned shard = ks_shard(env->ks, &x.keys[0]);
-        ks_lock(env->ks, shard);
+        if (lock_or_busy(env, shard) != 0) {
+            reject(s, idx, out, BUSY_TEXT);
+            return;
+        }
         d->fn(&x);
         ks_unlock(env->ks, shard);
     } else {
         struct shard_set set = {{0}};
         for (int i = 0; i < x.nkeys; i++)
             shard_set_add(&set, ks_shard(env->ks, &x.keys[i]));
-        lock_set(env->ks, &set, 1);
+        if (lock_set_or_busy(env, &set) != 0) {
+            reject(s, idx, out, BUSY_TEXT);
+            return;
+        }
         d->fn(&x);
         lock_set(env->ks, &set, 0);
     }
@@ -732,8 +815,10 @@ void cmd_from_script(struct script_hold *h, int argc, char **argv, const size_t 
             return;
         }
     }
-    if (d->flags & CMD_WRITE)
+    if (d->flags & CMD_WRITE) {
         h->wrote = 1;
+        script_note_write();
+    }
     int last = s->last_cmd;
     run(x->env, s, idx, argc, argv, lens, out, x->now, 1, 1);
     s->last_cmd = last;
@@ -741,6 +826,7 @@ void cmd_from_script(struct script_hold *h, int argc, char **argv, const size_t 
 
 void script_hold_init(struct script_hold *h, struct cmd_ctx *x, struct ks_key *keys, int n)
 {
+    int64_t start = clock_mono_ns();
     memset(h, 0, sizeof(*h));
     h->x = x;
     h->keys = keys;
@@ -751,12 +837,17 @@ void script_hold_init(struct script_hold *h, struct cmd_ctx *x, struct ks_key *k
         h->held[shard / 64] |= 1ull << (shard % 64);
         if ((int)shard > h->max_held)
             h->max_held = (int)shard;
+        if (x->env->script_since != NULL)
+            atomic_store(&x->env->script_since[shard], start);
     }
 }
 
 void script_hold_release(struct script_hold *h)
 {
     struct keyspace *ks = h->x->env->ks;
+    if (h->x->env->script_since != NULL)
+        for (int i = 0; i < h->nkeys; i++)
+            atomic_store(&h->x->env->script_since[ks_shard(ks, &h->keys[i])], 0);
     for (unsigned w = 0; w < SHARD_WORDS; w++) {
         uint64_t bits = h->extra[w];
         while (bits != 0) {

@@ -70,7 +70,7 @@ struct script_hold {
     int wrote;              /* a write command ran */
 };
 void script_hold_init(struct script_hold *h, struct cmd_ctx *x, struct ks_key *keys, int n);
-/* Releases the shards taken during the script (`extra`). */
+/* Clears the BUSY markers and releases the shards taken during the script (`extra`). */
 void script_hold_release(struct script_hold *h);
 
 /* Whole-keyspace handlers take shards through these, so that inside EXEC (all shards already

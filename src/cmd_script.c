@@ -180,7 +180,21 @@ void cmd_script(struct cmd_ctx *x)
             reply_subcmd_arity(x, "script", "kill");
             return;
         }
-        reply_error(x->out, "NOTBUSY No scripts in execution right now.");
+        int64_t ms = __atomic_load_n(&x->env->conf->busy_reply_threshold, __ATOMIC_RELAXED);
+        switch (script_kill(ms * 1000000, 0)) {
+        case SCRIPT_KILLED:
+            reply_ok(x->out);
+            break;
+        case SCRIPT_UNKILLABLE:
+            reply_error(x->out,
+                        "UNKILLABLE Sorry the script already executed write commands against the "
+                        "dataset. You can either wait the script termination or kill the server "
+                        "in a hard way using the SHUTDOWN NOSAVE command.");
+            break;
+        default:
+            reply_error(x->out, "NOTBUSY No scripts in execution right now.");
+            break;
+        }
     } else if (arg_is(x, 1, "help")) {
         reply_help_lines(x->out, script_help);
     } else {

@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "rlimitd/hash.h"
 #include "rlimitd/swlog.h"
@@ -593,6 +594,13 @@ unsigned ks_nshards(const struct keyspace *ks)
 void ks_lock(struct keyspace *ks, unsigned shard)
 {
     pthread_mutex_lock(&ks->shards[shard].lock);
+}
+
+int ks_timedlock(struct keyspace *ks, unsigned shard, int64_t mono_deadline_ns)
+{
+    struct timespec ts = {(time_t)(mono_deadline_ns / 1000000000),
+                          (long)(mono_deadline_ns % 1000000000)};
+    return pthread_mutex_clocklock(&ks->shards[shard].lock, CLOCK_MONOTONIC, &ts) == 0 ? 0 : -1;
 }
 
 int ks_trylock(struct keyspace *ks, unsigned shard)

@@ -62,6 +62,17 @@ void script_run(const char *sha, struct script_hold *h, char **keys, const size_
  * Redis's error text appended to out. */
 void cmd_from_script(struct script_hold *h, int argc, char **argv, const size_t *lens,
                      struct rbuf *out);
+/* Records that the running script (this thread's) wrote: SCRIPT KILL then refuses it. */
+void script_note_write(void);
+/* SCRIPT KILL: asks every script running for at least older_than_ns to stop (at its next
+ * kill check: a Lua error it cannot catch), except those that wrote, unless force (SHUTDOWN
+ * NOSAVE). Returns what SCRIPT KILL answers. */
+#define SCRIPT_KILLED 0
+#define SCRIPT_NOTBUSY 1
+#define SCRIPT_UNKILLABLE 2
+int script_kill(int64_t older_than_ns, int force);
+/* Whether a script has been running for at least older_than_ns. */
+int script_busy(int64_t older_than_ns);
 /* Bytes held by every thread's engine (INFO used_memory_lua), each engine's share current to
  * within 64 KiB and exactly after each script. */
 uint64_t script_engine_memory(void);

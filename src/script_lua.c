@@ -26,6 +26,7 @@
 #include <lua-bitop.h>
 #include <lua-cjson.h>
 
+#include "rlimitd/clock.h"
 #include "rlimitd/log.h"
 #include "rlimitd/reply.h"
 
@@ -34,6 +35,8 @@
 #define REPLY_MAX_DEPTH 1000                 /* nesting of a script's reply */
 #define REDIS_VERSION_STR "7.0.15"
 #define REDIS_VERSION_NUM 0x07000f
+#define HOOK_EVERY 100000 /* instructions between kill checks (Redis's figure) */
+#define KILLED_TEXT "ERR Script killed by user with SCRIPT KILL..."
 
 struct engine {
     lua_State *L;
@@ -52,7 +55,11 @@ struct engine {
     char **argv;
     size_t *lens;
     int cap;
-    uint64_t rand48;            /* math.random's state, reset before every script */
+    uint64_t rand48;            /* math.random's state */
+    /* Read by SCRIPT KILL and BUSY checks on other threads. */
+    _Atomic int64_t run_start;  /* CLOCK_MONOTONIC ns the running script started, 0 if idle */
+    _Atomic int kill;           /* SCRIPT KILL (or SHUTDOWN NOSAVE) asked this script to stop */
+    _Atomic int wrote;          /* the running script has run a write command */
     struct engine *next;
 };
 
@@ -470,6 +477,8 @@ static int l_pcall_global(lua_State *L)
     lua_pushboolean(L, 1);
     lua_insert(L, 1);
     if (lua_pcall(L, argc - 1, LUA_MULTRET, 0) != 0) {
+        if (atomic_load_explicit(&engine_of(L)->kill, memory_order_relaxed))
+            return lua_error(L); /* a killed script cannot catch its own end */
         lua_remove(L, 1);
         if (lua_istable(L, -1)) {
             lua_getfield(L, -1, "err");
@@ -482,6 +491,32 @@ static int l_pcall_global(lua_State *L)
         lua_insert(L, 1);
     }
     return lua_gettop(L);
+}
+
+/* xpcall, likewise unable to catch a kill. */
+static int l_xpcall_global(lua_State *L)
+{
+    luaL_checkany(L, 2);
+    lua_settop(L, 2);
+    lua_insert(L, 1); /* handler under f */
+    int rc = lua_pcall(L, 0, LUA_MULTRET, 1);
+    if (rc != 0 && atomic_load_explicit(&engine_of(L)->kill, memory_order_relaxed))
+        return lua_error(L);
+    lua_pushboolean(L, rc == 0);
+    lua_replace(L, 1);
+    return lua_gettop(L);
+}
+
+/* Every HOOK_EVERY instructions: stop if killed. After a kill it fires on every instruction,
+ * so the error is raised again wherever the script goes. */
+static void kill_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    if (!atomic_load_explicit(&engine_of(L)->kill, memory_order_relaxed))
+        return;
+    lua_sethook(L, kill_hook, LUA_MASKCOUNT, 1);
+    push_error(L, KILLED_TEXT + 4, strlen(KILLED_TEXT) - 4);
+    lua_error(L);
 }
 
 /* ---- math.random as Redis's: rand48 seeded with 0, one sequence per thread's state (Redis
@@ -698,7 +733,7 @@ static const luaL_Reg redis_fns[] = {
 static const char *const visible[] = {
     "_VERSION", "assert", "collectgarbage", "error", "gcinfo", "getmetatable", "ipairs",
     "next", "pairs", "rawequal", "rawget", "select", "tonumber", "tostring", "type",
-    "unpack", "xpcall", NULL,
+    "unpack", NULL,
 };
 
 static int open_libs(lua_State *L)
@@ -764,6 +799,8 @@ static int open_libs(lua_State *L)
     lua_setfield(L, w, "rawset");
     lua_pushcfunction(L, l_pcall_global);
     lua_setfield(L, w, "pcall");
+    lua_pushcfunction(L, l_xpcall_global);
+    lua_setfield(L, w, "xpcall");
     lua_pushcfunction(L, l_setmetatable);
     lua_setfield(L, w, "setmetatable");
     lua_pushcfunction(L, l_loadstring);
@@ -987,7 +1024,17 @@ void script_run(const char *sha, struct script_hold *h, char **keys, const size_
     e->sha = sha;
     e->hold = h;
     e->handled = 0;
+    atomic_store(&e->wrote, 0);
+    atomic_store(&e->kill, 0);
+    lua_sethook(L, kill_hook, LUA_MASKCOUNT, HOOK_EVERY);
+    pthread_mutex_lock(&engines_lock); /* SCRIPT KILL sees start and flags together */
+    atomic_store(&e->run_start, clock_mono_ns());
+    pthread_mutex_unlock(&engines_lock);
     int rc = lua_pcall(L, 0, 1, base + 1);
+    pthread_mutex_lock(&engines_lock);
+    atomic_store(&e->run_start, 0);
+    atomic_store(&e->kill, 0);
+    pthread_mutex_unlock(&engines_lock);
     e->hold = NULL;
     if (rc == 0) {
         lua_to_reply(L, -1, out, 0);
@@ -1009,6 +1056,46 @@ void script_run(const char *sha, struct script_hold *h, char **keys, const size_
         e->mem_gc = e->mem;
     }
     mem_publish(e);
+}
+
+void script_note_write(void)
+{
+    if (tl_engine != NULL)
+        atomic_store_explicit(&tl_engine->wrote, 1, memory_order_relaxed);
+}
+
+int script_kill(int64_t older_than_ns, int force)
+{
+    int64_t now = clock_mono_ns();
+    int killed = 0, unkillable = 0;
+    pthread_mutex_lock(&engines_lock);
+    for (struct engine *e = engines; e != NULL; e = e->next) {
+        int64_t start = atomic_load(&e->run_start);
+        if (start == 0 || now - start < older_than_ns || atomic_load(&e->kill))
+            continue;
+        if (atomic_load(&e->wrote) && !force) {
+            unkillable++;
+        } else {
+            atomic_store(&e->kill, 1);
+            killed++;
+        }
+    }
+    pthread_mutex_unlock(&engines_lock);
+    return killed > 0 ? SCRIPT_KILLED : unkillable > 0 ? SCRIPT_UNKILLABLE : SCRIPT_NOTBUSY;
+}
+
+int script_busy(int64_t older_than_ns)
+{
+    int64_t now = clock_mono_ns();
+    int busy = 0;
+    pthread_mutex_lock(&engines_lock);
+    for (struct engine *e = engines; e != NULL; e = e->next) {
+        int64_t start = atomic_load(&e->run_start);
+        if (start != 0 && now - start >= older_than_ns)
+            busy = 1;
+    }
+    pthread_mutex_unlock(&engines_lock);
+    return busy;
 }
 
 uint64_t script_engine_memory(void)

@@ -83,6 +83,9 @@ struct cmd_env {
     int64_t tcp_port;             /* the port actually listened on */
     const char *io_sched;         /* the I/O threads' scheduling class as applied, for INFO */
     struct slowlog *slowlog;
+    /* Per shard: CLOCK_MONOTONIC ns since which a script holds it, 0 if none (cmd_script.c
+     * sets it; the dispatcher answers BUSY past busy-reply-threshold instead of waiting). */
+    _Atomic int64_t *script_since;
 };
 
 /* Sets up env fields that need it (lock, run_id, slowlog). ks, conf, stats are the caller's. */

@@ -42,6 +42,7 @@ struct conf {
     int64_t client_output_buffer_limit; /* pending output bytes before a client stops being read */
     int64_t slowlog_log_slower_than;    /* microseconds; -1 disables */
     int64_t slowlog_max_len;
+    int64_t busy_reply_threshold;       /* ms a script runs before its shards answer BUSY */
 };
 
 /* Fills *c with the defaults. Every string field is then a malloc'd string, never NULL (an unset

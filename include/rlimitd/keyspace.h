@@ -49,6 +49,8 @@ void ks_lock(struct keyspace *ks, unsigned shard);
 void ks_unlock(struct keyspace *ks, unsigned shard);
 /* 0 if the shard was free and is now held, -1 if another thread (or this one) holds it. */
 int ks_trylock(struct keyspace *ks, unsigned shard);
+/* ks_lock that gives up at a CLOCK_MONOTONIC deadline: 0 held, -1 timed out. */
+int ks_timedlock(struct keyspace *ks, unsigned shard, int64_t mono_deadline_ns);
 
 /* 0 = no limit. Checked when a command would create a key. */
 void ks_set_maxmemory(struct keyspace *ks, uint64_t bytes);

@@ -380,10 +380,79 @@ def t_multi_exec(srv):
     check(v == [1, 2], "EVAL inside MULTI: %r" % v)
 
 
+BUSY = b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+UNKILLABLE = (b"-UNKILLABLE Sorry the script already executed write commands against the dataset. "
+              b"You can either wait the script termination or kill the server in a hard way "
+              b"using the SHUTDOWN NOSAVE command.\r\n")
+
+
+def wait_busy(b, key):
+    """Polls a command on the script's key until it answers BUSY (bounded)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        r = b.call("GET", key)
+        if r == BUSY:
+            return
+        time.sleep(0.02)
+    raise AssertionError("no BUSY within 60 s (last %r)" % r)
+
+
+def t_busy_and_kill(srv):
+    c = srv.conn()
+    check(c.call("SCRIPT", "KILL") == b"-NOTBUSY No scripts in execution right now.\r\n",
+          "NOTBUSY when idle")
+    check(c.value("CONFIG", "SET", "busy-reply-threshold", "200") == b"OK", "set threshold")
+    check(c.value("CONFIG", "GET", "lua-time-limit") == [b"lua-time-limit", b"200"], "alias")
+    a, b = find_other_thread_pair(srv)
+    try:
+        body = "while true do end"
+        a.send("EVAL", body, "1", "busy:k")
+        wait_busy(b, "busy:k")
+        check(b.value("SET", "busy:other", "1") == b"OK", "other keys keep being served")
+        check(b.value("EVAL", "return redis.call('incr', KEYS[1])", "1", "busy:other2") == 1,
+              "other scripts keep running")
+        check(b.call("SCRIPT", "KILL") == b"+OK\r\n", "SCRIPT KILL")
+        sha = parse(b.call("SCRIPT", "LOAD", body))
+        check(a.raw() == b"-ERR Script killed by user with SCRIPT KILL... script: %s, on "
+              b"@user_script:1.\r\n" % sha, "the killed script's reply")
+        check(b.value("GET", "busy:k") is None, "its key is free again")
+        # pcall cannot catch the kill.
+        a.send("EVAL", "while true do pcall(function() while true do end end) end", "1",
+               "busy:k")
+        wait_busy(b, "busy:k")
+        check(b.call("SCRIPT", "KILL") == b"+OK\r\n", "SCRIPT KILL of a pcall loop")
+        check(b"Script killed by user" in a.raw(), "pcall loop killed")
+        check(srv.conn().value("PING") == b"PONG", "server alive")
+    finally:
+        c.value("CONFIG", "SET", "busy-reply-threshold", "5000")
+
+
+def t_unkillable_then_shutdown_nosave(_srv):
+    """A script that wrote cannot be killed; SHUTDOWN NOSAVE still stops the server."""
+    srv = Server("rlimitd", BIN, ["--threads", "2", "--busy-reply-threshold", "200"])
+    try:
+        a, b = find_other_thread_pair(srv)
+        a.send("EVAL", "redis.call('set', KEYS[1], '1') while true do end", "1", "uk:k")
+        wait_busy(b, "uk:k")
+        check(b.call("SCRIPT", "KILL") == UNKILLABLE, "UNKILLABLE")
+        r = b.call("SHUTDOWN")
+        check(r == BUSY, "SHUTDOWN (saving) refused while busy: %r" % r)
+        b.send("SHUTDOWN", "NOSAVE")
+        try:
+            b.raw()
+        except (ConnectionError, OSError):
+            pass
+        srv.proc.wait(30)
+        check(srv.proc.returncode is not None, "server exited")
+    finally:
+        srv.stop()
+
+
 TESTS = [t_declared_keys, t_atomic_counter, t_multi_key_no_deadlock, t_one_clock,
          t_limiters_from_scripts, t_commandstats, t_redis_log, t_parallel_threads,
          t_same_shard_serialises, t_hostile, t_many_scripts, t_maxmemory,
-         t_scripts_shared_across_threads, t_multi_exec]
+         t_scripts_shared_across_threads, t_multi_exec, t_busy_and_kill,
+         t_unkillable_then_shutdown_nosave]
 
 
 def main():
