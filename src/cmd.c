@@ -495,6 +495,9 @@ static void count_error(struct session *s, const struct rbuf *out, size_t start)
 }
 
 static void reject(struct session *s, int idx, struct rbuf *out, const char *msg);
+static void run_keys(struct cmd_env *env, struct session *s, int idx, int argc, char **argv,
+                     const size_t *lens, struct rbuf *out, int64_t now, int all_locked,
+                     int from_script, struct ks_key *keys, int nkeys);
 
 /* Runs a command whose arity and permissions were checked, with its shards locked unless
  * all_locked (inside EXEC, or called from a script, which holds them). Counts it. A script's
@@ -503,11 +506,20 @@ static void run(struct cmd_env *env, struct session *s, int idx, int argc, char 
                 const size_t *lens, struct rbuf *out, int64_t now, int all_locked,
                 int from_script)
 {
+    run_keys(env, s, idx, argc, argv, lens, out, now, all_locked, from_script, NULL, 0);
+}
+
+/* run() with the command's keys already collected (keys != NULL), as redis.call has them. */
+static void run_keys(struct cmd_env *env, struct session *s, int idx, int argc, char **argv,
+                     const size_t *lens, struct rbuf *out, int64_t now, int all_locked,
+                     int from_script, struct ks_key *keys, int nkeys)
+{
     const struct cmd_def *d = &commands[idx];
-    struct cmd_ctx x = {env, s, argc, argv, lens, NULL, 0, now, out, all_locked};
+    struct cmd_ctx x = {env, s, argc, argv, lens, keys, nkeys, now, out, all_locked};
     size_t start = out->len;
     uint64_t t0 = clock_ticks();
-    x.nkeys = collect_keys(d, s, argc, argv, lens, env->ks, &x.keys);
+    if (keys == NULL)
+        x.nkeys = collect_keys(d, s, argc, argv, lens, env->ks, &x.keys);
     s->last_cmd = idx; /* before running: CLIENT LIST shows itself as the current command */
 
     if (!all_locked && (d->flags & CMD_ALLSHARDS) && any_shard_busy(env)) {
@@ -820,7 +832,7 @@ void cmd_from_script(struct script_hold *h, int argc, char **argv, const size_t 
         script_note_write();
     }
     int last = s->last_cmd;
-    run(x->env, s, idx, argc, argv, lens, out, x->now, 1, 1);
+    run_keys(x->env, s, idx, argc, argv, lens, out, x->now, 1, 1, keys, n);
     s->last_cmd = last;
 }
 

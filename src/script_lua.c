@@ -28,6 +28,7 @@
 
 #include "rlimitd/clock.h"
 #include "rlimitd/log.h"
+#include "rlimitd/util.h"
 #include "rlimitd/reply.h"
 
 #define SCRIPT_MEM_LIMIT ((size_t)256 << 20) /* per thread's state */
@@ -323,9 +324,16 @@ static int redis_call(lua_State *L, int raise)
     for (int i = 1; i <= argc; i++) {
         int t = lua_type(L, i);
         if (t == LUA_TNUMBER) {
-            /* Redis formats numbers with %.17g, not Lua's %.14g. */
+            /* Redis formats numbers with %.17g, not Lua's %.14g; for an integer below 2^53
+             * that is its plain decimal digits, written here without printf. */
             char buf[64];
-            int n = snprintf(buf, sizeof(buf), "%.17g", (double)lua_tonumber(L, i));
+            double v = (double)lua_tonumber(L, i);
+            int n;
+            if (v > -9007199254740992.0 && v < 9007199254740992.0 && v == (double)(int64_t)v &&
+                !(v == 0 && signbit(v)))
+                n = (int)util_fmt_i64(buf, (int64_t)v);
+            else
+                n = snprintf(buf, sizeof(buf), "%.17g", v);
             lua_pushlstring(L, buf, (size_t)n);
             lua_replace(L, i);
         } else if (t != LUA_TSTRING) {
@@ -573,12 +581,9 @@ static int ro_newindex(lua_State *L)
     return luaL_error(L, "Attempt to modify a readonly table");
 }
 
+/* W's __index: only reached for a name W does not hold. */
 static int globals_index(lua_State *L)
 {
-    lua_pushvalue(L, 2);
-    lua_rawget(L, lua_upvalueindex(1));
-    if (!lua_isnil(L, -1))
-        return 1;
     const char *name = lua_tostring(L, 2);
     return luaL_error(L, "Script attempted to access nonexistent global variable '%s'",
                       name ? name : "?");
@@ -822,12 +827,18 @@ static int open_libs(lua_State *L)
     lua_setfield(L, -2, "__metatable");
     lua_pop(L, 2);
 
+    /* W's own metatable turns a read of an unknown name into Redis's error; a known name is
+     * found by Lua's table lookup, without a C call. */
+    lua_newtable(L);
+    lua_pushcfunction(L, globals_index);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, w);
+
     /* The globals proxy G: empty; reads go to W, writes fail. */
     lua_newtable(L);
     int g = lua_gettop(L);
     lua_newtable(L);
     lua_pushvalue(L, w);
-    lua_pushcclosure(L, globals_index, 1);
     lua_setfield(L, -2, "__index");
     lua_pushcfunction(L, ro_newindex);
     lua_setfield(L, -2, "__newindex");
