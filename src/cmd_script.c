@@ -86,7 +86,8 @@ static void eval_generic(struct cmd_ctx *x, int by_sha, int read_only)
         if (keys == NULL)
             abort();
     }
-    memcpy(keys, x->keys, sizeof(*keys) * (size_t)nk);
+    if (nk > 0)
+        memcpy(keys, x->keys, sizeof(*keys) * (size_t)nk);
     struct script_hold h;
     script_hold_init(&h, x, keys, nk);
     h.read_only = read_only || (flags & SCRIPT_FLAG_NO_WRITES);

@@ -145,7 +145,9 @@ class Server:
             cmd = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                    "--dir", self.dir, "--logfile", self.log]
         cmd += list(extra)
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.stderr_path = os.path.join(self.dir, "stderr")
+        with open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
         wait_port(self.port, self.proc, kind)
 
     def conn(self):
@@ -158,10 +160,15 @@ class Server:
         return self.proc.pid
 
     def stop(self):
+        """Stops the server; returns the sanitizer reports it wrote to stderr ("" if none)."""
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(10)
+                self.proc.wait(30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        with open(self.stderr_path, errors="replace") as f:
+            text = f.read()
+        bad = ("runtime error:", "AddressSanitizer", "LeakSanitizer")
+        return text if any(b in text for b in bad) else ""

@@ -271,8 +271,11 @@ def main():
             print("FAIL rlimitd died")
             failed += 1
     finally:
-        rl.stop()
+        report = rl.stop()
         rd.stop()
+    if report:
+        failed += 1
+        print("FAIL sanitizer report from rlimitd:\n" + report[:4000])
     print("scripting_diff: %d commands in %d cases, %d differ" % (total, len(CASES), failed))
     return 1 if failed else 0
 

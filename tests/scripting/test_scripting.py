@@ -447,7 +447,8 @@ def t_unkillable_then_shutdown_nosave(_srv):
         srv.proc.wait(30)
         check(srv.proc.returncode is not None, "server exited")
     finally:
-        srv.stop()
+        report = srv.stop()
+    check(not report, "sanitizer report:\n" + report[:4000])
 
 
 TESTS = [t_declared_keys, t_atomic_counter, t_multi_key_no_deadlock, t_one_clock,
@@ -480,7 +481,10 @@ def main():
                 failed += 1
                 break
     finally:
-        srv.stop()
+        report = srv.stop()
+    if report:
+        failed += 1
+        print("FAIL sanitizer report from the server:\n" + report[:4000])
     print("test_scripting: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
