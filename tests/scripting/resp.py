@@ -29,7 +29,7 @@ def encode(args):
 
 
 class Conn:
-    def __init__(self, port, timeout=30.0):
+    def __init__(self, port, timeout=120.0):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.buf = b""
 
@@ -150,8 +150,8 @@ class Server:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
         wait_port(self.port, self.proc, kind)
 
-    def conn(self):
-        return Conn(self.port)
+    def conn(self, timeout=120.0):
+        return Conn(self.port, timeout)
 
     def alive(self):
         return self.proc.poll() is None
