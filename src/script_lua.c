@@ -37,7 +37,7 @@
 #define REDIS_VERSION_STR "7.0.15"
 #define REDIS_VERSION_NUM 0x07000f
 #define HOOK_EVERY 100000 /* instructions between kill checks (Redis's figure) */
-#define KILLED_TEXT "ERR Script killed by user with SCRIPT KILL..."
+#define KILLED_TEXT "Script killed by user with SCRIPT KILL..." /* push_error adds "ERR " */
 
 struct engine {
     lua_State *L;
@@ -523,7 +523,7 @@ static void kill_hook(lua_State *L, lua_Debug *ar)
     if (!atomic_load_explicit(&engine_of(L)->kill, memory_order_relaxed))
         return;
     lua_sethook(L, kill_hook, LUA_MASKCOUNT, 1);
-    push_error(L, KILLED_TEXT + 4, strlen(KILLED_TEXT) - 4);
+    push_error(L, KILLED_TEXT, sizeof(KILLED_TEXT) - 1);
     lua_error(L);
 }
 
