@@ -19,6 +19,7 @@
 #include "rlimitd/keyspace.h"
 #include "rlimitd/log.h"
 #include "rlimitd/notify.h"
+#include "script.h"
 #include "server_internal.h"
 
 #define CRON_MS 100
@@ -455,6 +456,10 @@ static void on_signal(uv_signal_t *h, int signum)
 {
     struct server *srv = h->data;
     log_warning("Received %s, scheduling shutdown...", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    /* A script that has not written is stopped, as SCRIPT KILL would; one that wrote runs to
+     * its end first (its effects would be saved half done). The signal is handled on thread 0:
+     * while a script runs there, shutdown starts when it ends. */
+    script_kill(0, 0);
     request_stop(srv);
 }
 
