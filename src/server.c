@@ -160,14 +160,11 @@ static void cron(uv_timer_t *timer)
     /* Active expiry over this thread's shards (shard i belongs to thread i mod N). */
     unsigned nshards = ks_nshards(srv->ks);
     for (unsigned s = (unsigned)t->index; s < nshards; s += (unsigned)srv->nthreads) {
-        /* A shard a script holds is skipped this round: the script may run for seconds, and
-         * this thread's clients must not wait for it. */
-        if (atomic_load_explicit(&srv->env.script_since[s], memory_order_relaxed) != 0) {
-            if (ks_trylock(srv->ks, s) != 0)
-                continue;
-        } else {
-            ks_lock(srv->ks, s);
-        }
+        /* A busy shard is skipped this round (lazy expiry still applies to its keys): its
+         * holder may be a script running for seconds, and this thread's clients must not
+         * wait for it. */
+        if (ks_trylock(srv->ks, s) != 0)
+            continue;
         size_t freed = ks_expire_cycle(srv->ks, s, now, EXPIRE_BUCKETS_PER_SHARD);
         ks_unlock(srv->ks, s);
         if (freed > 0)
