@@ -44,6 +44,7 @@ struct conf {
     int64_t slowlog_max_len;
     int64_t limiter_top_size;           /* counters of LIMITER TOP's sketch (topk.h) */
     int64_t metrics_port;               /* HTTP /metrics port; 0 = off */
+    int64_t busy_reply_threshold;       /* ms a script runs before its shards answer BUSY */
 };
 
 /* Thread safety. CONFIG SET changes a live directive with conf_set while holding the command

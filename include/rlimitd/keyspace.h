@@ -50,11 +50,19 @@ unsigned ks_shard(const struct keyspace *ks, const struct ks_key *k);
 unsigned ks_nshards(const struct keyspace *ks);
 void ks_lock(struct keyspace *ks, unsigned shard);
 void ks_unlock(struct keyspace *ks, unsigned shard);
+/* 0 if the shard was free and is now held, -1 if another thread (or this one) holds it. */
+int ks_trylock(struct keyspace *ks, unsigned shard);
+/* ks_lock that gives up at a CLOCK_MONOTONIC deadline: 0 held, -1 timed out. */
+int ks_timedlock(struct keyspace *ks, unsigned shard, int64_t mono_deadline_ns);
 
 /* 0 = no limit. Checked when a command would create a key. */
 void ks_set_maxmemory(struct keyspace *ks, uint64_t bytes);
-/* Bytes allocated for entries, values and tables (malloc_usable_size), all shards. */
+/* Bytes allocated for entries, values and tables (malloc_usable_size), all shards, plus the
+ * external bytes last set. */
 uint64_t ks_used_memory(const struct keyspace *ks);
+/* Memory outside the keyspace that counts toward maxmemory (the Lua engines and the script
+ * cache: cmd_script.c keeps it current). */
+void ks_set_external_memory(struct keyspace *ks, uint64_t bytes);
 /* Live entries (may include expired ones not yet reclaimed) and those with an expiry. */
 uint64_t ks_key_count(const struct keyspace *ks);
 uint64_t ks_expires_count(const struct keyspace *ks);

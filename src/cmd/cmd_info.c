@@ -24,6 +24,7 @@
 #include "rlimitd/clock.h"
 #include "rlimitd/util.h"
 #include "rlimitd_version.h"
+#include "script.h"
 
 /* The Redis version INFO claims. Clients and tools gate features on redis_version (redis-py
  * and go-redis pick command shapes by it, redis_exporter its metric set); rlimitd answers
@@ -293,6 +294,12 @@ static void sec_memory(struct info *in)
     for (int i = 0; i < env->nstats; i++)
         clients_mem += stats_get(&env->stats[i]->clients_mem);
     add(in->b, "mem_clients_normal:%" PRIu64, clients_mem);
+    uint64_t lua = script_engine_memory();
+    add(in->b, "used_memory_lua:%" PRIu64, lua);
+    human(h, sizeof(h), lua);
+    add(in->b, "used_memory_lua_human:%s", h);
+    add(in->b, "used_memory_scripts_eval:%" PRIu64, script_cache_bytes());
+    add(in->b, "number_of_cached_scripts:%" PRIu64, script_cache_count());
     add(in->b, "maxmemory:%" PRId64, maxmemory);
     human(h, sizeof(h), maxmemory > 0 ? (uint64_t)maxmemory : 0);
     add(in->b, "maxmemory_human:%s", h);

@@ -8,6 +8,7 @@
 
 #include "rlimitd/util.h"
 #include "rlimitd_version.h"
+#include "script.h"
 
 static void set_str(struct cmd_env *env, char **dst, const char *p, size_t len);
 
@@ -449,6 +450,16 @@ static void cmd_shutdown(struct cmd_ctx *x)
         reply_error(x->out, "ERR SHUTDOWN is not available in this context");
         return;
     }
+    /* A script past busy-reply-threshold: as Redis, only NOSAVE goes down, stopping every
+     * script (written or not: nothing is saved). A save would wait for the script's shards. */
+    int64_t busy_ms = __atomic_load_n(&x->env->conf->busy_reply_threshold, __ATOMIC_RELAXED);
+    if (save != 0 && script_busy(busy_ms * 1000000)) {
+        reply_error(x->out, "BUSY Redis is busy running a script. You can only call SCRIPT KILL "
+                            "or SHUTDOWN NOSAVE.");
+        return;
+    }
+    if (save == 0)
+        script_kill(0, 1);
     char err[256];
     if (x->env->hooks.shutdown(x->env->hooks.ud, save, err, sizeof(err)) != 0) {
         reply_errorf(x->out, "ERR %s", err);

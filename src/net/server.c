@@ -181,7 +181,11 @@ static void cron(uv_timer_t *timer)
     /* Active expiry over this thread's shards (shard i belongs to thread i mod N). */
     unsigned nshards = ks_nshards(srv->ks);
     for (unsigned s = (unsigned)t->index; s < nshards; s += (unsigned)srv->nthreads) {
-        ks_lock(srv->ks, s);
+        /* A busy shard is skipped this round (lazy expiry still applies to its keys): its
+         * holder may be a script running for seconds, and this thread's clients must not
+         * wait for it. */
+        if (ks_trylock(srv->ks, s) != 0)
+            continue;
         size_t freed = ks_expire_cycle(srv->ks, s, now, EXPIRE_BUCKETS_PER_SHARD);
         ks_unlock(srv->ks, s);
         if (freed > 0)
@@ -472,6 +476,10 @@ static void on_signal(uv_signal_t *h, int signum)
 {
     struct server *srv = h->data;
     log_warning("Received %s, scheduling shutdown...", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    /* A script that has not written is stopped, as SCRIPT KILL would; one that wrote runs to
+     * its end first (its effects would be saved half done). The signal is handled on thread 0:
+     * while a script runs there, shutdown starts when it ends. */
+    cmd_scripts_stop_unwritten();
     request_stop(srv);
 }
 

@@ -52,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "rlimitd/hash.h"
 #include "rlimitd/swlog.h"
@@ -165,6 +166,7 @@ struct keyspace {
     unsigned nshards;
     uint8_t seed[16];
     _Atomic uint64_t maxmemory;
+    _Atomic uint64_t external; /* memory held outside the tables that counts too (Lua) */
     struct shard *shards;
     int bulk; /* between ks_bulk_begin and ks_bulk_end */
 };
@@ -611,6 +613,18 @@ void ks_lock(struct keyspace *ks, unsigned shard)
     pthread_mutex_lock(&ks->shards[shard].lock);
 }
 
+int ks_timedlock(struct keyspace *ks, unsigned shard, int64_t mono_deadline_ns)
+{
+    struct timespec ts = {(time_t)(mono_deadline_ns / 1000000000),
+                          (long)(mono_deadline_ns % 1000000000)};
+    return pthread_mutex_clocklock(&ks->shards[shard].lock, CLOCK_MONOTONIC, &ts) == 0 ? 0 : -1;
+}
+
+int ks_trylock(struct keyspace *ks, unsigned shard)
+{
+    return pthread_mutex_trylock(&ks->shards[shard].lock) == 0 ? 0 : -1;
+}
+
 void ks_unlock(struct keyspace *ks, unsigned shard)
 {
     pthread_mutex_unlock(&ks->shards[shard].lock);
@@ -626,7 +640,13 @@ uint64_t ks_used_memory(const struct keyspace *ks)
     int64_t sum = 0;
     for (unsigned i = 0; i < ks->nshards; i++)
         sum += atomic_load_explicit(&ks->shards[i].mem, memory_order_relaxed);
-    return sum < 0 ? 0 : (uint64_t)sum;
+    return (sum < 0 ? 0 : (uint64_t)sum) +
+           atomic_load_explicit(&ks->external, memory_order_relaxed);
+}
+
+void ks_set_external_memory(struct keyspace *ks, uint64_t bytes)
+{
+    atomic_store_explicit(&ks->external, bytes, memory_order_relaxed);
 }
 
 uint64_t ks_key_count(const struct keyspace *ks)

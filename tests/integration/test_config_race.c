@@ -39,6 +39,8 @@ static const struct {
     {"slowlog-log-slower-than", {"10000", "0", "-1"}},
     {"slowlog-max-len", {"128", "4", "1000"}},
     {"limiter-top-size", {"1000", "10", "100"}},
+    {"busy-reply-threshold", {"5000", "100", "60000"}},
+    {"lua-time-limit", {"5000", "200", "5000"}},
     {"save", {"", "", ""}},
     {"appendonly", {"no", "no", "no"}},
     {"databases", {"1", "1", "1"}},
