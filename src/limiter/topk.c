@@ -19,6 +19,7 @@ struct slot {
     uint64_t hash;
     uint64_t count;
     uint64_t error;
+    uint64_t floor_in; /* merged sketches only: the sum of the floors of the parts listing it */
     size_t len; /* the key's full length */
     uint32_t heap_at;
     char key[TOPK_KEY_MAX];
@@ -29,6 +30,9 @@ struct topk {
     uint32_t used; /* counters holding a key */
     uint64_t mask; /* table slots - 1 */
     uint64_t total;
+    uint64_t floor; /* merged sketches only: the sum of the parts' floors (topk_floor) */
+    int taken;      /* a counter has been taken over: unlisted keys may have been seen */
+    int merged;     /* filled by topk_merge, not topk_add */
     uint8_t seed[16];
     struct slot *slots;
     uint32_t *heap;
@@ -49,18 +53,28 @@ static size_t align_up(size_t n)
     return (n + a - 1) / a * a;
 }
 
-size_t topk_bytes(uint32_t k)
+static size_t bytes_for(uint32_t k)
 {
-    if (k < TOPK_MIN_SIZE || k > TOPK_MAX_SIZE)
-        return 0;
     return align_up(sizeof(struct topk)) + align_up(sizeof(struct slot) * k) +
            align_up(sizeof(uint32_t) * k) + sizeof(uint32_t) * table_slots(k);
 }
 
-struct topk *topk_init(void *mem, uint32_t k, const uint8_t seed[16])
+size_t topk_bytes(uint32_t k)
 {
-    if (mem == NULL || topk_bytes(k) == 0)
-        return NULL;
+    if (k < TOPK_MIN_SIZE || k > TOPK_MAX_SIZE)
+        return 0;
+    return bytes_for(k);
+}
+
+size_t topk_merged_bytes(uint32_t k)
+{
+    if (k < TOPK_MIN_SIZE || k > TOPK_MAX_MERGED)
+        return 0;
+    return bytes_for(k);
+}
+
+static struct topk *init(void *mem, uint32_t k, const uint8_t seed[16])
+{
     char *p = mem;
     struct topk *t = mem;
     memset(t, 0, sizeof(*t));
@@ -77,10 +91,29 @@ struct topk *topk_init(void *mem, uint32_t k, const uint8_t seed[16])
     return t;
 }
 
+struct topk *topk_init(void *mem, uint32_t k, const uint8_t seed[16])
+{
+    if (mem == NULL || topk_bytes(k) == 0)
+        return NULL;
+    return init(mem, k, seed);
+}
+
+struct topk *topk_merged_init(void *mem, uint32_t k)
+{
+    static const uint8_t unused[16]; /* the parts' hashes are reused, never computed */
+    if (mem == NULL || topk_merged_bytes(k) == 0)
+        return NULL;
+    struct topk *t = init(mem, k, unused);
+    t->merged = 1;
+    return t;
+}
+
 void topk_clear(struct topk *t)
 {
     t->used = 0;
     t->total = 0;
+    t->floor = 0;
+    t->taken = 0;
     memset(t->table, 0, sizeof(uint32_t) * (t->mask + 1));
 }
 
@@ -92,6 +125,13 @@ uint64_t topk_total(const struct topk *t)
 uint32_t topk_size(const struct topk *t)
 {
     return t->k;
+}
+
+uint64_t topk_floor(const struct topk *t)
+{
+    if (t->merged)
+        return t->floor;
+    return t->taken ? t->slots[t->heap[0]].count : 0;
 }
 
 static size_t kept(size_t len)
@@ -210,6 +250,7 @@ void topk_add_hashed(struct topk *t, const char *key, size_t len, uint64_t hash)
         set_key(s, hash, key, len);
         s->count = 1;
         s->error = 0;
+        s->floor_in = 0;
         t->heap[si] = si;
         s->heap_at = si;
         t->used++;
@@ -220,12 +261,53 @@ void topk_add_hashed(struct topk *t, const char *key, size_t len, uint64_t hash)
     /* Take over the smallest counter: the newcomer may have been seen up to min times before. */
     uint32_t si = t->heap[0];
     struct slot *s = &t->slots[si];
+    t->taken = 1;
     table_remove_at(t, table_find_slot(t, si));
     set_key(s, hash, key, len);
     s->error = s->count;
     s->count++;
     table_insert(t, si);
     heap_down(t, 0);
+}
+
+int topk_merge(struct topk *into, const struct topk *part)
+{
+    if (!into->merged || part->merged)
+        return -1;
+    uint64_t floor = topk_floor(part);
+    for (uint32_t pi = 0; pi < part->used; pi++) {
+        const struct slot *p = &part->slots[pi];
+        struct slot *s = NULL;
+        for (uint64_t i = p->hash & into->mask; into->table[i] != 0; i = (i + 1) & into->mask) {
+            struct slot *c = &into->slots[into->table[i] - 1];
+            if (same_key(c, p->hash, p->key, p->len)) {
+                s = c;
+                break;
+            }
+        }
+        if (s != NULL) {
+            s->count += p->count;
+            s->error += p->error;
+            s->floor_in += floor;
+            heap_down(into, s->heap_at);
+            continue;
+        }
+        if (into->used == into->k)
+            return -1; /* too small for the union: the caller sized it wrong */
+        uint32_t si = into->used++;
+        s = &into->slots[si];
+        set_key(s, p->hash, p->key, p->len);
+        s->count = p->count;
+        s->error = p->error;
+        s->floor_in = floor;
+        into->heap[si] = si;
+        s->heap_at = si;
+        heap_up(into, si);
+        table_insert(into, si);
+    }
+    into->total += part->total;
+    into->floor += floor;
+    return 0;
 }
 
 /* Ranking for topk_list: 1 if a comes before b. */
@@ -281,7 +363,9 @@ uint32_t topk_list(const struct topk *t, struct topk_item *out, uint32_t max)
     /* Keep the best max in a heap of the worst-ranked first: O(k log max), no allocation. */
     for (uint32_t si = 0; si < t->used; si++) {
         const struct slot *s = &t->slots[si];
-        struct topk_item it = {s->key, kept(s->len), s->count, s->error};
+        /* In a merged sketch, each part that does not list the key adds its floor. */
+        uint64_t absent = t->floor - s->floor_in;
+        struct topk_item it = {s->key, kept(s->len), s->count + absent, s->error + absent};
         if (n < max) {
             out[n] = it;
             worst_up(out, n);
