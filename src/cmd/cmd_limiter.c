@@ -3,17 +3,21 @@
  *
  * Counting an allowed call is two single-writer increments on the calling thread's struct
  * stats: no lock, no shared cache line. A limited call also goes into its I/O thread's own
- * space-saving sketch (topk.h), under that sketch's mutex: only the owner thread and readers
- * take it, so on the hot path it is uncontended and its cache line stays on the owner's CPU.
+ * space-saving sketch (topk.h), under that sketch's spin lock: only the owner thread and
+ * readers take it, so on the hot path it is free and its cache line stays on the owner's CPU.
+ * A spin lock, as taking a free one is one atomic exchange and releasing it one store (a
+ * mutex costs several times that); the owner can only wait while a reader merges that one
+ * sketch (O(k), rare), and a waiter yields its CPU, as the holder may be preempted.
  * Readers (LIMITER TOP, /metrics) merge the sketches one at a time into a private merged
  * sketch; topk.h proves the merged list keeps the single sketch's bounds in terms of the total
  * N (DESIGN.md "Observability").
  *
  * Lock order: a key's shard lock (held by the dispatcher around the handler), then one
- * sketch's mutex. Nothing takes a shard lock or conf_lock while holding a sketch's mutex, and
- * no one holds two sketch mutexes. */
+ * sketch's lock. Nothing takes a shard lock or conf_lock while holding a sketch's lock, and
+ * no one holds two sketch locks. */
 #include "cmd_internal.h"
 
+#include <sched.h>
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,17 +27,23 @@
 #define TOP_DEFAULT 10
 #define TOP_MAX 1000
 /* One sketch per I/O thread, and one shared by any other caller (a session without a
- * thread's stats, as in the unit tests): correct whoever uses which, as each has its mutex. */
+ * thread's stats, as in the unit tests): correct whoever uses which, as each has its lock. */
 #define TOP_PARTS (CONF_MAX_THREADS + 1)
 
 struct top_part {
-    alignas(64) pthread_mutex_t lock; /* its own cache line: no false sharing between threads */
+    alignas(64) pthread_spinlock_t lock; /* its own cache line: no false sharing */
     struct topk *t; /* malloc'd block of topk_bytes(size), NULL until first used */
 };
 
 struct limiter_top {
     struct top_part parts[TOP_PARTS];
 };
+
+static void part_lock(struct top_part *p)
+{
+    while (pthread_spin_trylock(&p->lock) != 0)
+        sched_yield();
+}
 
 static uint32_t clamp_size(int64_t size)
 {
@@ -52,7 +62,7 @@ struct limiter_top *limiter_top_create(uint32_t size)
         abort();
     memset(top, 0, sizeof(*top));
     for (int i = 0; i < TOP_PARTS; i++)
-        pthread_mutex_init(&top->parts[i].lock, NULL);
+        pthread_spin_init(&top->parts[i].lock, PTHREAD_PROCESS_PRIVATE);
     return top;
 }
 
@@ -63,7 +73,7 @@ void limiter_top_destroy(struct limiter_top **tp)
         return;
     for (int i = 0; i < TOP_PARTS; i++) {
         free(top->parts[i].t);
-        pthread_mutex_destroy(&top->parts[i].lock);
+        pthread_spin_destroy(&top->parts[i].lock);
     }
     free(top);
     *tp = NULL;
@@ -110,10 +120,10 @@ void limiter_stats_count(struct cmd_ctx *x, enum stats_lim kind, int allowed, in
         i = CONF_MAX_THREADS; /* also where a thread past CONF_MAX_THREADS would go */
     struct top_part *p = &top->parts[i];
     uint32_t size = want_size(x->env);
-    pthread_mutex_lock(&p->lock);
+    part_lock(p);
     part_fit(p, size);
     topk_add_hashed(p->t, x->keys[0].p, x->keys[0].len, x->keys[0].hash);
-    pthread_mutex_unlock(&p->lock);
+    pthread_spin_unlock(&p->lock);
 }
 
 void limiter_top_each(struct cmd_env *env, uint32_t n, limiter_top_fn fn, void *ud)
@@ -133,13 +143,13 @@ void limiter_top_each(struct cmd_env *env, uint32_t n, limiter_top_fn fn, void *
         abort();
     for (uint32_t i = 0; i <= nparts; i++) {
         struct top_part *p = &top->parts[i < nparts ? i : CONF_MAX_THREADS];
-        pthread_mutex_lock(&p->lock);
+        part_lock(p);
         if (p->t != NULL) {
             part_fit(p, size);
             if (topk_merge(m, p->t) != 0)
                 abort(); /* cannot happen: cap counters hold every part's */
         }
-        pthread_mutex_unlock(&p->lock);
+        pthread_spin_unlock(&p->lock);
     }
     uint32_t got = topk_list(m, items, n);
     for (uint32_t i = 0; i < got; i++)
@@ -155,10 +165,10 @@ void limiter_top_clear(struct cmd_env *env)
         return;
     for (int i = 0; i < TOP_PARTS; i++) {
         struct top_part *p = &top->parts[i];
-        pthread_mutex_lock(&p->lock);
+        part_lock(p);
         if (p->t != NULL)
             topk_clear(p->t);
-        pthread_mutex_unlock(&p->lock);
+        pthread_spin_unlock(&p->lock);
     }
 }
 
