@@ -509,7 +509,8 @@ int conf_set(struct conf *c, const char *name, int argc, const char *const *argv
     if (live && d->off == offsetof(struct conf, client_query_buffer_limit) &&
         bulk_vs_query(c->proto_max_bulk_len, v, err, errlen) != 0)
         return -1;
-    *int_at(c, d) = v;
+    /* Atomic: live settings are read without conf_lock by relaxed atomic loads. */
+    __atomic_store_n(int_at(c, d), v, __ATOMIC_RELAXED);
     if (live && d->apply)
         d->apply(c);
     return 0;
