@@ -35,10 +35,11 @@ free_port() {
 
 # instr BIN WORKLOAD: prints user-space instructions per request.
 instr() {
-    local bin=$1 workload=$2 port pid args
+    local bin=$1 workload=$2 port pid args dir
     port=$(free_port)
-    valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" "$bin" --port "$port" \
-        --bind 127.0.0.1 --threads 2 --save-interval 0 --dir "$TMP" >/dev/null 2>&1 &
+    dir=$(mktemp -d "$TMP/run.XXXXXX") # empty: no snapshot of an earlier run to load
+    valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" "$bin" --port "$port" \
+        --bind 127.0.0.1 --threads 2 --save-interval 0 --dir "$dir" >/dev/null 2>&1 &
     pid=$!
     for _ in $(seq 200); do
         redis-cli -p "$port" PING >/dev/null 2>&1 && break
@@ -51,7 +52,7 @@ instr() {
     redis-benchmark -p "$port" -c 50 -P 16 -n "$REQUESTS" -q "${args[@]}" >/dev/null 2>&1
     kill "$pid"
     wait "$pid" 2>/dev/null || true
-    callgrind_annotate "$TMP/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }' |
+    callgrind_annotate "$dir/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }' |
         awk -v n="$REQUESTS" '{ printf "%.0f\n", $1 / n }'
 }
 
