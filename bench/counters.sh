@@ -73,14 +73,15 @@ HZ=$(getconf CLK_TCK)
 
 # run BIN WORKLOAD: one server, one benchmark; prints "cpu_us_per_request requests_per_s".
 run() {
-    local bin=$1 workload=$2 port pid t0 t1 out rps
+    local bin=$1 workload=$2 port pid t0 t1 out rps dir
     port=$(free_port)
+    dir=$(mktemp -d "$TMP/run.XXXXXX") # empty: no snapshot of the previous server to load
     if [ "$bin" = redis ]; then
         redis-server --port "$port" --save '' --appendonly no --bind 127.0.0.1 \
             >"$TMP/server.log" 2>&1 &
     else
         "$bin" --port "$port" --bind 127.0.0.1 --threads "$THREADS" --save-interval 0 \
-            --dir "$TMP" >"$TMP/server.log" 2>&1 &
+            --dir "$dir" >"$TMP/server.log" 2>&1 &
     fi
     pid=$!
     PIDS+=("$pid")
