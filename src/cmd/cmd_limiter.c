@@ -134,21 +134,32 @@ void limiter_top_each(struct cmd_env *env, uint32_t n, limiter_top_fn fn, void *
     uint32_t size = want_size(env);
     if (n > size)
         n = size; /* the bounds hold for the size highest merged counts */
-    /* The parts in use: one per I/O thread and the shared one (limiter_stats_count). */
-    uint32_t nparts = (uint32_t)(env->nstats < CONF_MAX_THREADS ? env->nstats : CONF_MAX_THREADS);
-    uint32_t cap = size * (nparts + 1); /* room for every part's keys: no counter taken over */
+    /* The parts that have recorded anything, so far: a part first used after this look holds
+     * only events later than the read, and is left out. The merged sketch needs room for the
+     * keys of every part merged (each fitted to size): it never takes a counter over. */
+    int merge[TOP_PARTS];
+    uint32_t used = 0;
+    for (int i = 0; i < TOP_PARTS; i++) {
+        part_lock(&top->parts[i]);
+        merge[i] = top->parts[i].t != NULL;
+        pthread_spin_unlock(&top->parts[i].lock);
+        used += (uint32_t)merge[i];
+    }
+    if (used == 0)
+        return;
+    uint32_t cap = size * used;
     struct topk *m = topk_merged_init(malloc(topk_merged_bytes(cap)), cap);
     struct topk_item *items = malloc(sizeof(*items) * n);
     if (m == NULL || items == NULL)
         abort();
-    for (uint32_t i = 0; i <= nparts; i++) {
-        struct top_part *p = &top->parts[i < nparts ? i : CONF_MAX_THREADS];
+    for (int i = 0; i < TOP_PARTS; i++) {
+        if (!merge[i])
+            continue;
+        struct top_part *p = &top->parts[i];
         part_lock(p);
-        if (p->t != NULL) {
-            part_fit(p, size);
-            if (topk_merge(m, p->t) != 0)
-                abort(); /* cannot happen: cap counters hold every part's */
-        }
+        part_fit(p, size);
+        if (topk_merge(m, p->t) != 0)
+            abort(); /* cannot happen: cap counters hold every merged part's keys */
         pthread_spin_unlock(&p->lock);
     }
     uint32_t got = topk_list(m, items, n);

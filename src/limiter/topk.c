@@ -29,7 +29,7 @@ struct slot {
     uint64_t count;
     uint64_t error;
     uint64_t floor_in; /* merged sketches only: the sum of the floors of the parts listing it */
-    size_t len; /* the key's full length */
+    size_t len;        /* the key's full length */
     char key[TOPK_KEY_MAX];
 };
 

@@ -69,7 +69,8 @@ static void phase(struct session *r, struct rbuf *out, int churn)
             failures++;
         }
         if (churn && i % 20 == 0)
-            run(r, out, i % 40 ? "CONFIG SET limiter-top-size 10" : "CONFIG SET limiter-top-size 50");
+            run(r, out,
+                i % 40 ? "CONFIG SET limiter-top-size 10" : "CONFIG SET limiter-top-size 50");
         if (churn && i % 30 == 0)
             run(r, out, "CONFIG RESETSTAT");
     }
