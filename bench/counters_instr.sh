@@ -9,8 +9,7 @@
 # Needs valgrind (Debian package valgrind). Runs each server (2 I/O threads) under callgrind
 # with redis-benchmark (50 clients, pipeline 16, N requests, default 200,000) in counters.sh's
 # two workloads, and prints instructions per request, base and new, and their ratio. Startup
-# and shutdown are included (a few million
-# instructions, under 1% at the default N).
+# and shutdown are included (a few million instructions, under 1% at the default N).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
