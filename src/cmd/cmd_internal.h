@@ -130,7 +130,8 @@ void reply_ks_error(struct rbuf *out, int rc);
  * it once per decision; near = allowed with at most 10% of the capacity left (each command
  * defines it, docs/COMMANDS.md "Observability"). The caller holds the key's shard lock. */
 void limiter_stats_count(struct cmd_ctx *x, enum stats_lim kind, int allowed, int near);
-/* The LIMITER TOP list, highest first: calls fn for at most n keys, under the sketch's lock. */
+/* The LIMITER TOP list, highest first: merges the I/O threads' sketches (cmd_limiter.c), then
+ * calls fn for at most n keys (and at most limiter-top-size), holding no lock. */
 typedef void (*limiter_top_fn)(void *ud, const char *key, size_t len, uint64_t count);
 void limiter_top_each(struct cmd_env *env, uint32_t n, limiter_top_fn fn, void *ud);
 void limiter_top_clear(struct cmd_env *env);
