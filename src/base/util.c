@@ -346,6 +346,16 @@ static char unescape(char c)
     }
 }
 
+/* s[*i] is a closing quote: it must end the input or be followed by whitespace, which it takes
+ * with it. Returns 0 if it is followed by anything else (Redis's "unbalanced quotes"). */
+static int close_quote(const char *s, size_t len, size_t *i)
+{
+    if (*i + 1 < len && !util_is_space((unsigned char)s[*i + 1]))
+        return 0;
+    *i += *i + 1 < len ? 2 : 1;
+    return 1;
+}
+
 long util_split_word(const char *s, size_t len, size_t *pos, char *out)
 {
     size_t i = *pos, n = 0;
@@ -370,9 +380,8 @@ long util_split_word(const char *s, size_t len, size_t *pos, char *out)
                 out[n++] = unescape(s[i + 1]);
                 i += 2;
             } else if (c == '"') {
-                if (i + 1 < len && !util_is_space((unsigned char)s[i + 1]))
+                if (!close_quote(s, len, &i))
                     return -1;
-                i += i + 1 < len ? 2 : 1;
                 break;
             } else {
                 out[n++] = (char)c;
@@ -383,9 +392,8 @@ long util_split_word(const char *s, size_t len, size_t *pos, char *out)
                 out[n++] = '\'';
                 i += 2;
             } else if (c == '\'') {
-                if (i + 1 < len && !util_is_space((unsigned char)s[i + 1]))
+                if (!close_quote(s, len, &i))
                     return -1;
-                i += i + 1 < len ? 2 : 1;
                 break;
             } else {
                 out[n++] = (char)c;

@@ -65,6 +65,22 @@ static int reply_gcra(RedisModuleCtx *ctx, const struct gcra_result *r)
     return RedisModule_ReplyWithLongLong(ctx, r->reset_after);
 }
 
+/* What both GCRA commands do after an allowed or limited decision: store and replicate the new
+ * TAT if the step said so, close the key, count the call for INFO rlimit, reply. */
+static int finish_gcra(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleString *name,
+                       enum rl_lim lim, const struct gcra_result *r)
+{
+    if (r->store) {
+        rl_gcra_store(key, r->new_tat);
+        RedisModule_Replicate(ctx, "RLIMIT.SETTAT", "sl", name, (long long)r->new_tat);
+    }
+    RedisModule_CloseKey(key);
+    size_t klen;
+    const char *kname = RedisModule_StringPtrLen(name, &klen);
+    rl_stats_count(lim, kname, klen, !r->limited, r->remaining <= r->limit / 10);
+    return reply_gcra(ctx, r);
+}
+
 int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
     if (argc < 5 || argc > 6)
@@ -91,15 +107,7 @@ int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         RedisModule_CloseKey(key);
         return rl_reply_err(ctx, err);
     }
-    if (r.store) {
-        rl_gcra_store(key, r.new_tat);
-        RedisModule_Replicate(ctx, "RLIMIT.SETTAT", "sl", argv[1], (long long)r.new_tat);
-    }
-    RedisModule_CloseKey(key);
-    size_t klen;
-    const char *kname = RedisModule_StringPtrLen(argv[1], &klen);
-    rl_stats_count(RL_LIM_THROTTLE, kname, klen, !r.limited, r.remaining <= r.limit / 10);
-    return reply_gcra(ctx, &r);
+    return finish_gcra(ctx, key, argv[1], RL_LIM_THROTTLE, &r);
 }
 
 /* GCRA on the same rlim-gcra state as CL.THROTTLE (one state per key, as in the daemon), with
@@ -129,15 +137,7 @@ int rl_cmd_gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         RedisModule_CloseKey(key);
         return rl_reply_err(ctx, err);
     }
-    if (r.store) {
-        rl_gcra_store(key, r.new_tat);
-        RedisModule_Replicate(ctx, "RLIMIT.SETTAT", "sl", argv[1], (long long)r.new_tat);
-    }
-    RedisModule_CloseKey(key);
-    size_t klen;
-    const char *kname = RedisModule_StringPtrLen(argv[1], &klen);
-    rl_stats_count(RL_LIM_GCRA, kname, klen, !r.limited, r.remaining <= r.limit / 10);
-    return reply_gcra(ctx, &r);
+    return finish_gcra(ctx, key, argv[1], RL_LIM_GCRA, &r);
 }
 
 /* In a cluster, clients route ISALLOWED by its first argument (the user) while the state lives
