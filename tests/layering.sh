@@ -12,7 +12,7 @@ fail=0
 
 # include/rlimitd/<name>.h -> the layer that owns it.
 declare -A HEADER_LAYER=(
-    [util]=base [buf]=base [clock]=base [log]=base [stats]=base [conf]=base
+    [util]=base [alloc]=base [buf]=base [clock]=base [log]=base [stats]=base [conf]=base
     [gcra]=limiter [gcra_redis]=limiter [topk]=limiter [swlog]=limiter [isallowed]=limiter
     [keyspace]=store [zset]=store [hash]=base
     [resp]=proto [reply]=proto

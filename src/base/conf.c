@@ -10,6 +10,7 @@
  * Values are checked completely before *c is touched: a failed conf_set leaves *c as it was,
  * which CONFIG SET relies on. */
 #include "rlimitd/conf.h"
+#include "rlimitd/alloc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -189,17 +190,6 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* Out of memory while configuring: nothing sensible to fall back to (DESIGN.md, Errors). */
-static char *xstrdup(const char *s)
-{
-    char *p = strdup(s);
-
-    if (p == NULL) {
-        fputs("rlimitd: out of memory\n", stderr);
-        abort();
-    }
-    return p;
-}
-
 static int64_t *int_at(struct conf *c, const struct directive *d)
 {
     return (int64_t *)(void *)((char *)c + d->off);
@@ -434,10 +424,8 @@ static int set_bind(struct conf *c, const struct directive *d, int argc, const c
         for (const char *p = argv[i] + strspn(argv[i], ws); *p; p += strspn(p, ws)) {
             size_t len = strcspn(p, ws);
             words[n] = strndup(p, len);
-            if (words[n] == NULL) {
-                fputs("rlimitd: out of memory\n", stderr);
-                abort();
-            }
+            if (words[n] == NULL)
+                alloc_fail(len + 1);
             n++;
             p += len;
         }

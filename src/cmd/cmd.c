@@ -5,6 +5,7 @@
  * command if the session is inside MULTI, hashes the command's keys, locks their shards in
  * ascending order, runs the handler, unlocks, and counts the call for INFO (DESIGN.md). */
 #include "cmd_internal.h"
+#include "rlimitd/alloc.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -258,14 +259,10 @@ void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
     for (int i = 0; i < 20; i++)
         snprintf(env->run_id + 2 * i, 3, "%02x", rnd[i] ^ (unsigned char)(env->start_ns >> i));
     env->slowlog = slowlog_create();
-    env->stats_base = calloc(1, sizeof(struct stats));
-    if (env->stats_base == NULL)
-        abort();
+    env->stats_base = xcalloc(1, sizeof(struct stats));
     env->top = limiter_top_create((uint32_t)conf->limiter_top_size);
     if (ks != NULL) {
-        env->script_since = calloc(ks_nshards(ks), sizeof(*env->script_since));
-        if (env->script_since == NULL)
-            abort();
+        env->script_since = xcalloc(ks_nshards(ks), sizeof(*env->script_since));
     }
     clock_ticks_to_us(0); /* calibrate now, not during the first command */
     atomic_store(&env->auth_required, conf->requirepass != NULL && conf->requirepass[0] != '\0');
@@ -299,9 +296,7 @@ static int collect_keys(const struct cmd_def *d, struct session *s, int argc, ch
         if (sc->dcap < need) {
             free(sc->derived);
             sc->dcap = need < 256 ? 256 : need;
-            sc->derived = malloc(sc->dcap);
-            if (sc->derived == NULL)
-                abort();
+            sc->derived = xmalloc(sc->dcap);
         }
         n = 1;
     } else if (d->flags & CMD_NUMKEYS) {
@@ -319,9 +314,7 @@ static int collect_keys(const struct cmd_def *d, struct session *s, int argc, ch
     if (n > sc->cap) {
         free(sc->keys);
         sc->cap = n < 8 ? 8 : n;
-        sc->keys = malloc(sizeof(struct ks_key) * (size_t)sc->cap);
-        if (sc->keys == NULL)
-            abort();
+        sc->keys = xmalloc(sizeof(struct ks_key) * (size_t)sc->cap);
     }
     if (d->flags & CMD_KEYDERIVED) {
         size_t len = isallowed_key(sc->derived, argv[1], lens[1], argv[2], lens[2]);
@@ -567,9 +560,7 @@ static void queue(struct session *s, int idx, int argc, char **argv, const size_
     struct multi *m = s->multi;
     if (m->n == m->cap) {
         int cap = m->cap ? m->cap * 2 : 8;
-        struct queued *q = realloc(m->q, sizeof(*q) * (size_t)cap);
-        if (q == NULL)
-            abort();
+        struct queued *q = xrealloc(m->q, sizeof(*q) * (size_t)cap);
         m->q = q;
         m->cap = cap;
     }
@@ -578,9 +569,7 @@ static void queue(struct session *s, int idx, int argc, char **argv, const size_
         bytes += lens[i] + 1;
     /* One block: argv pointers, lengths, then the argument bytes. */
     size_t head = sizeof(char *) * (size_t)argc + sizeof(size_t) * (size_t)argc;
-    char *block = malloc(head + bytes);
-    if (block == NULL)
-        abort();
+    char *block = xmalloc(head + bytes);
     struct queued *e = &m->q[m->n++];
     __atomic_store_n(&s->multi_count, m->n, __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_mem, s->multi_mem + head + bytes, __ATOMIC_RELAXED);
@@ -604,9 +593,7 @@ static void cmd_multi(struct cmd_ctx *x)
         reply_error(x->out, "ERR MULTI calls can not be nested");
         return;
     }
-    x->s->multi = calloc(1, sizeof(struct multi));
-    if (x->s->multi == NULL)
-        abort();
+    x->s->multi = xcalloc(1, sizeof(struct multi));
     __atomic_fetch_or(&x->s->flags, SESSION_IN_MULTI, __ATOMIC_RELAXED);
     __atomic_store_n(&x->s->multi_count, 0, __ATOMIC_RELAXED);
     reply_ok(x->out);

@@ -16,6 +16,7 @@
  * sketch's lock. Nothing takes a shard lock or conf_lock while holding a sketch's lock, and
  * no one holds two sketch locks. */
 #include "cmd_internal.h"
+#include "rlimitd/alloc.h"
 
 #include <sched.h>
 #include <stdalign.h>
@@ -148,10 +149,10 @@ void limiter_top_each(struct cmd_env *env, uint32_t n, limiter_top_fn fn, void *
     if (used == 0)
         return;
     uint32_t cap = size * used;
-    struct topk *m = topk_merged_init(malloc(topk_merged_bytes(cap)), cap);
-    struct topk_item *items = malloc(sizeof(*items) * n);
-    if (m == NULL || items == NULL)
-        abort();
+    struct topk *m = topk_merged_init(xmalloc(topk_merged_bytes(cap)), cap);
+    struct topk_item *items = xmalloc(sizeof(*items) * n);
+    if (m == NULL)
+        abort(); /* topk_merged_init refuses only a NULL block or a zero size */
     for (int i = 0; i < TOP_PARTS; i++) {
         if (!merge[i])
             continue;

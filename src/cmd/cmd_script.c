@@ -5,6 +5,7 @@
  * locks and sees that one reading (cmd_ctx.now). The script itself runs in this thread's Lua
  * engine (script_lua.c); its calls come back through cmd_from_script (cmd.c). */
 #include "cmd_internal.h"
+#include "rlimitd/alloc.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -82,9 +83,7 @@ static void eval_generic(struct cmd_ctx *x, int by_sha, int read_only)
     struct ks_key stack_keys[KEYS_ON_STACK];
     struct ks_key *keys = stack_keys;
     if (nk > KEYS_ON_STACK) {
-        keys = malloc(sizeof(*keys) * (size_t)nk);
-        if (keys == NULL)
-            abort();
+        keys = xmalloc(sizeof(*keys) * (size_t)nk);
     }
     if (nk > 0)
         memcpy(keys, x->keys, sizeof(*keys) * (size_t)nk);

@@ -1,6 +1,7 @@
 /* cmd_server.c - connection and server commands: PING, ECHO, QUIT, RESET, HELLO, AUTH, SELECT,
  * CLIENT, TIME, CONFIG, SHUTDOWN, SAVE, BGSAVE, LASTSAVE (COMMANDS.md). */
 #include "cmd_internal.h"
+#include "rlimitd/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,9 +116,7 @@ static void set_str(struct cmd_env *env, char **dst, const char *p, size_t len)
 {
     char *v = NULL;
     if (len > 0) {
-        v = malloc(len + 1);
-        if (v == NULL)
-            abort();
+        v = xmalloc(len + 1);
         memcpy(v, p, len);
         v[len] = '\0';
     }

@@ -5,6 +5,7 @@
  * only by SCRIPT LOAD, EVAL of a new body, SCRIPT EXISTS/FLUSH and a thread's first EVALSHA of a
  * script; a warm EVALSHA finds its compiled function in the thread's own Lua state without it. */
 #include "script.h"
+#include "rlimitd/alloc.h"
 
 #include <ctype.h>
 #include <pthread.h>
@@ -149,9 +150,7 @@ static struct entry *find(const char *sha)
 static void grow(void)
 {
     size_t n = nbuckets ? nbuckets * 2 : 64;
-    struct entry **b = calloc(n, sizeof(*b));
-    if (b == NULL)
-        abort();
+    struct entry **b = xcalloc(n, sizeof(*b));
     for (size_t i = 0; i < nbuckets; i++) {
         struct entry *e = buckets[i];
         while (e != NULL) {
@@ -173,9 +172,7 @@ void script_cache_put(const char *body, size_t len, const char sha[41])
     if (find(sha) == NULL) {
         if (count >= nbuckets)
             grow();
-        struct entry *e = malloc(sizeof(*e) + len + 1);
-        if (e == NULL)
-            abort();
+        struct entry *e = xmalloc(sizeof(*e) + len + 1);
         memcpy(e->sha, sha, 41);
         e->len = len;
         memcpy(e->body, body, len);
@@ -198,9 +195,7 @@ char *script_cache_get(const char *sha, size_t shalen, size_t *len)
     pthread_mutex_lock(&lock);
     struct entry *e = find(key);
     if (e != NULL) {
-        copy = malloc(e->len + 1);
-        if (copy == NULL)
-            abort();
+        copy = xmalloc(e->len + 1);
         memcpy(copy, e->body, e->len + 1);
         *len = e->len;
     }

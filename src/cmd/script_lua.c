@@ -12,6 +12,7 @@
  * Memory: a counting allocator; a state past SCRIPT_MEM_LIMIT gets "not enough memory" (a Lua
  * error, not a dead process), and INFO's used_memory_lua sums the states. */
 #include "script.h"
+#include "rlimitd/alloc.h"
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -211,9 +212,7 @@ static void error_string_reply(struct rbuf *out, const char *s, size_t n)
 {
     if (n > 0 && s[0] == '-')
         s++, n--;
-    char *msg = malloc(n + 1);
-    if (msg == NULL)
-        abort();
+    char *msg = xmalloc(n + 1);
     memcpy(msg, s, n);
     msg[n] = '\0';
     reply_error(out, msg);
@@ -264,9 +263,7 @@ static void lua_to_reply(lua_State *L, int idx, struct rbuf *out, int depth)
     if (lua_type(L, -1) == LUA_TSTRING) {
         size_t n;
         const char *s = lua_tolstring(L, -1, &n);
-        char *msg = malloc(n + 1);
-        if (msg == NULL)
-            abort();
+        char *msg = xmalloc(n + 1);
         memcpy(msg, s, n);
         msg[n] = '\0';
         for (size_t i = 0; i < n; i++)
@@ -313,10 +310,8 @@ static int redis_call(lua_State *L, int raise)
         return fail(L, raise, "Please specify at least one argument for this redis lib call");
     if (argc > e->cap) {
         int cap = argc < 16 ? 16 : argc;
-        char **argv = realloc(e->argv, sizeof(char *) * (size_t)cap);
-        size_t *lens = realloc(e->lens, sizeof(size_t) * (size_t)cap);
-        if (argv == NULL || lens == NULL)
-            abort();
+        char **argv = xrealloc(e->argv, sizeof(char *) * (size_t)cap);
+        size_t *lens = xrealloc(e->lens, sizeof(size_t) * (size_t)cap);
         e->argv = argv;
         e->lens = lens;
         e->cap = cap;
@@ -920,9 +915,7 @@ static struct engine *engine_get(void)
 {
     struct engine *e = tl_engine;
     if (e == NULL) {
-        e = calloc(1, sizeof(*e));
-        if (e == NULL)
-            abort();
+        e = xcalloc(1, sizeof(*e));
         rbuf_init(&e->reply);
         e->L = lua_newstate(lua_alloc, e);
         if (e->L == NULL)
@@ -977,9 +970,7 @@ int script_compile(const char *sha, const char *body, size_t len, struct rbuf *o
     int rc;
     if (flags & SCRIPT_FLAG_SHEBANG) {
         /* The shebang line becomes a comment, so line numbers stay the script's. */
-        char *copy = malloc(len);
-        if (copy == NULL)
-            abort();
+        char *copy = xmalloc(len);
         memcpy(copy, body, len);
         copy[0] = copy[1] = '-';
         rc = luaL_loadbuffer(L, copy, len, "@user_script");

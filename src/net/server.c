@@ -2,6 +2,7 @@
  * (active expiry, idle timeouts), signals, shutdown, and the hooks the command layer calls
  * upward through (DESIGN.md "Threads"). */
 #include "rlimitd/server.h"
+#include "rlimitd/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -814,10 +815,8 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
     int ncpu = usable_cpus();
     srv->spin_ok = spin_allowed(srv->nthreads, ncpu);
     set_io_sched(srv, ncpu);
-    srv->threads = calloc((size_t)srv->nthreads, sizeof(struct io_thread));
-    srv->env.stats = calloc((size_t)srv->nthreads, sizeof(struct stats *));
-    if (srv->threads == NULL || srv->env.stats == NULL)
-        abort();
+    srv->threads = xcalloc((size_t)srv->nthreads, sizeof(struct io_thread));
+    srv->env.stats = xcalloc((size_t)srv->nthreads, sizeof(struct stats *));
     srv->env.nstats = srv->nthreads;
 
     int rc = 1;

@@ -42,6 +42,7 @@
  * another shard (its lock stays the same). Nothing here takes a lock: keyspace.h states what the
  * caller must hold. */
 #include "rlimitd/keyspace.h"
+#include "rlimitd/alloc.h"
 #include "rlimitd/clock.h"
 
 #include <malloc.h>
@@ -171,34 +172,11 @@ struct keyspace {
     int bulk; /* between ks_bulk_begin and ks_bulk_end */
 };
 
-static void oom(size_t n)
-{
-    /* DESIGN.md "Errors": a limiter that silently loses state is worse than a restart. */
-    fprintf(stderr, "rlimitd: out of memory allocating %zu bytes\n", n);
-    abort();
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (p == NULL)
-        oom(n);
-    return p;
-}
-
-static void *xrealloc(void *old, size_t n)
-{
-    void *p = realloc(old, n);
-    if (p == NULL)
-        oom(n);
-    return p;
-}
-
 static void *xmmap(size_t n)
 {
     void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
-        oom(n);
+        alloc_fail(n);
     return p;
 }
 
@@ -484,7 +462,7 @@ struct keyspace *ks_create(unsigned shard_bits, const uint8_t seed[16])
         return NULL;
     struct keyspace *ks = calloc(1, sizeof(*ks));
     if (ks == NULL)
-        oom(sizeof(*ks));
+        alloc_fail(sizeof(*ks));
     ks->bits = shard_bits;
     ks->nshards = 1u << shard_bits;
     memcpy(ks->seed, seed, 16);
@@ -1789,7 +1767,7 @@ int ks_bulk_add(struct keyspace *ks, const struct ks_record *r, int64_t now)
         size_t n = sh->cap_bulk * sizeof(*sh->bulk);
         void *p = sh->bulk == NULL ? xmmap(n) : mremap(sh->bulk, old, n, MREMAP_MAYMOVE);
         if (p == MAP_FAILED)
-            oom(n);
+            alloc_fail(n);
         sh->bulk = p;
     }
     sh->bulk[sh->nbulk++] = ((uint64_t)ref << 32) |
