@@ -37,6 +37,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+    cmd_thread_exit(); /* the key arrays of commands run on this thread */
     cmd_env_deinit(&env);
     ks_destroy(&ks);
     conf_free(&conf);
@@ -114,6 +115,7 @@ static void *writer_main(void *arg)
     }
     rbuf_free(&out);
     session_deinit(&s);
+    cmd_thread_exit(); /* the thread's key arrays (cmd.h) */
     return NULL;
 }
 

@@ -54,6 +54,7 @@ static void *writer(void *arg)
     }
     rbuf_free(&out);
     session_deinit(&s);
+    cmd_thread_exit(); /* the thread's key arrays (cmd.h) */
     return NULL;
 }
 
