@@ -660,7 +660,6 @@ void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
 {
     if (argc <= 0)
         return;
-    int64_t now = clock_now_ns();
     if (s->stats != NULL)
         stats_add(&s->stats->commands, 1);
 
@@ -690,7 +689,8 @@ void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
         reply_simple(out, "QUEUED");
         return;
     }
-    run(env, s, idx, argc, argv, lens, out, now, 0, 0);
+    /* The command's one clock read (a queued command reads it when EXEC runs it). */
+    run(env, s, idx, argc, argv, lens, out, clock_now_ns(), 0, 0);
 }
 
 /* ---- redis.call ---- */

@@ -14,6 +14,7 @@
  * reverse walks. Members live inside their nodes; the hash index maps member -> node (linear
  * probing, backward-shift deletion, at most half full). Invariants are checked by zs_check. */
 #include "rlimitd/zset.h"
+#include "rlimitd/util.h"
 #include "rlimitd/alloc.h"
 
 #include <malloc.h>
@@ -89,20 +90,9 @@ static int cmp_entry(double s1, const char *m1, size_t l1, double s2, const char
 
 static int i64_to_str(char *buf, int64_t v)
 {
-    char tmp[24];
-    int n = 0;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u != 0);
-    int len = 0;
-    if (v < 0)
-        buf[len++] = '-';
-    while (n > 0)
-        buf[len++] = tmp[--n];
+    size_t len = util_fmt_i64(buf, v);
     buf[len] = '\0';
-    return len;
+    return (int)len;
 }
 
 /* Whether (m, score) can be stored as a tag-0 entry: score integral, |score| < 2^53, and m is

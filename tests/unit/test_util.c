@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -519,4 +520,28 @@ Test(stats, err_names)
             cr_expect_eq(stats_err_of(names[e]), (enum stats_err)e);
     }
     cr_expect_str_eq(stats_err_name(ERRSTAT_COUNT), "OTHER");
+}
+
+/* util_fmt_i64 writes two digits per division: every length, both signs and the extremes agree
+ * with snprintf. */
+Test(util, fmt_i64_agrees_with_snprintf)
+{
+    char got[32], want[32];
+    uint64_t x = 88172645463325252ull; /* xorshift64 */
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        int64_t v = (int64_t)(x >> (i % 64));
+        if (i % 2)
+            v = -v;
+        if (i == 0)
+            v = INT64_MIN;
+        else if (i == 1)
+            v = INT64_MAX;
+        size_t n = util_fmt_i64(got, v);
+        got[n] = '\0';
+        snprintf(want, sizeof want, "%lld", (long long)v);
+        cr_assert_str_eq(got, want, "util_fmt_i64(%lld)", (long long)v);
+    }
 }
