@@ -1,4 +1,4 @@
-/* isallowed.h - ISALLOWED's request rules (COMMANDS.md "ISALLOWED"), shared by the daemon and the Redis module:
+/* isallowed.h - ISALLOWED's request rules (COMMANDS.md, ISALLOWED), shared by the daemon and the Redis module:
  * the state key it derives from its arguments and the validation of period and max_count.
  *
  * Pure: no I/O, no allocation. The window arithmetic itself is swlog.h. */

@@ -75,7 +75,7 @@ uint64_t ks_limiter_key_count(const struct keyspace *ks);
  * Returns KS_OK, KS_WRONGTYPE, KS_OOM, or KS_LIMIT_ERR with *err set on arithmetic overflow. */
 int ks_gcra_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
                   const struct gcra_limits *l, struct gcra_result *r, const char **err);
-/* One GCRA (COMMANDS.md "GCRA") on key: the same state and returns as ks_gcra_apply, gcra_redis_step's
+/* One GCRA (COMMANDS.md, GCRA) on key: the same state and returns as ks_gcra_apply, gcra_redis_step's
  * arithmetic. */
 int ks_gcra_redis_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
                         const struct gcra_redis_args *a, struct gcra_result *r, const char **err);
@@ -121,7 +121,7 @@ int ks_set(struct keyspace *ks, const struct ks_key *key, int64_t now, const cha
 int ks_incrby(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t delta,
               int64_t *out);
 
-/* ---- sorted sets (docs/COMMANDS.md "Sorted sets") ---- */
+/* ---- sorted sets (docs/COMMANDS.md, Sorted sets) ---- */
 
 struct zset;
 

@@ -1,6 +1,6 @@
 /* util.c - strict number parsing and formatting, glob matching, small string helpers.
  *
- * Integers are parsed as strictly as Redis parses them (COMMANDS.md "CL.THROTTLE": "every number a base-10
+ * Integers are parsed as strictly as Redis parses them (COMMANDS.md, CL.THROTTLE: "every number a base-10
  * integer"), so "+1", " 1" and "01" are errors here exactly when they are in Redis. */
 #include "rlimitd/util.h"
 

@@ -129,7 +129,7 @@ void reply_ks_error(struct rbuf *out, int rc)
         reply_error(out, "WRONGTYPE Operation against a key holding the wrong kind of value");
         break;
     case KS_OOM:
-        /* Redis's text, verbatim (COMMANDS.md "Wire protocol"). */
+        /* Redis's text, verbatim (COMMANDS.md, Wire protocol). */
         reply_error(out, "OOM command not allowed when used memory > 'maxmemory'");
         break;
     case KS_NOTINT:

@@ -303,7 +303,7 @@ static void sec_memory(struct info *in)
     add(in->b, "maxmemory:%" PRId64, maxmemory);
     human(h, sizeof(h), maxmemory > 0 ? (uint64_t)maxmemory : 0);
     add(in->b, "maxmemory_human:%s", h);
-    /* Over maxmemory rlimitd refuses new keys and evicts nothing (COMMANDS.md "Wire protocol"). */
+    /* Over maxmemory rlimitd refuses new keys and evicts nothing (COMMANDS.md, Wire protocol). */
     add(in->b, "maxmemory_policy:noeviction");
     add(in->b, "mem_allocator:libc");
 }

@@ -1,4 +1,4 @@
-/* cmd_limit.c - CL.THROTTLE (COMMANDS.md "CL.THROTTLE"), GCRA (COMMANDS.md "GCRA") and ISALLOWED (COMMANDS.md "ISALLOWED"): validate, apply,
+/* cmd_limit.c - CL.THROTTLE (COMMANDS.md, CL.THROTTLE), GCRA (COMMANDS.md, GCRA) and ISALLOWED (COMMANDS.md, ISALLOWED): validate, apply,
  * reply. */
 #include "cmd_internal.h"
 
@@ -33,7 +33,7 @@ static void finish_gcra(struct cmd_ctx *x, enum stats_lim kind, int rc, const ch
 
 static void cmd_throttle(struct cmd_ctx *x)
 {
-    /* COMMANDS.md "CL.THROTTLE": arity 5 or 6 (the table says "at least 5"). */
+    /* COMMANDS.md, CL.THROTTLE: arity 5 or 6 (the table says "at least 5"). */
     if (x->argc > 6) {
         reply_error(x->out, "ERR wrong number of arguments for 'cl.throttle' command");
         return;

@@ -1,4 +1,4 @@
-/* cmd_script.c - EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT (docs/COMMANDS.md "Scripting").
+/* cmd_script.c - EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT (docs/COMMANDS.md, Scripting).
  *
  * The dispatcher has already locked the shards of the declared KEYS (CMD_NUMKEYS), in ascending
  * order like any multi-key command, and read the clock once: the whole script runs under those

@@ -139,7 +139,7 @@ static void cmd_hello(struct cmd_ctx *x)
             reply_error(x->out, "ERR Protocol version is not an integer or out of range");
             return;
         }
-        /* COMMANDS.md "Wire protocol": only RESP2; clients fall back on this error. */
+        /* COMMANDS.md, Wire protocol: only RESP2; clients fall back on this error. */
         if (ver != 2) {
             reply_error(x->out, "NOPROTO unsupported protocol version");
             return;
@@ -183,7 +183,7 @@ static void cmd_hello(struct cmd_ctx *x)
         x->s->authed = 1;
     if (name != NULL)
         set_str(x->env, &x->s->name, name, name_len);
-    /* Redis's HELLO map, flattened to an array in RESP2 (COMMANDS.md "Wire protocol"). */
+    /* Redis's HELLO map, flattened to an array in RESP2 (COMMANDS.md, Wire protocol). */
     reply_array(x->out, 14);
     reply_bulk_cstr(x->out, "server");
     reply_bulk_cstr(x->out, "rlimitd");

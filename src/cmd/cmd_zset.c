@@ -1,5 +1,5 @@
 /* cmd_zset.c - the sorted set commands, with Redis 7.0's arguments, replies and error texts
- * (docs/COMMANDS.md "Sorted sets"). Argument errors come before the key is looked at, as in
+ * (docs/COMMANDS.md, Sorted sets). Argument errors come before the key is looked at, as in
  * Redis; every handler opens its key once (ks_zset_open), replies, and closes it. A window log
  * of ISALLOWED reads as a sorted set and becomes one on the first Z write (keyspace.h). */
 #include "cmd_internal.h"

@@ -1,6 +1,6 @@
 /* script_lua.c - the Lua engine behind EVAL: one Lua 5.1 state per thread, sandboxed as Redis 7
  * sandboxes its own, with the `redis` library and Redis's conversions between Lua values and
- * replies (docs/COMMANDS.md "Scripting", DESIGN.md "Scripting").
+ * replies (docs/COMMANDS.md, Scripting, DESIGN.md "Scripting").
  *
  * Sandbox. Redis 7 patches its Lua to make tables read-only; Debian's liblua5.1 has no such
  * patch, so rlimitd gets the same behaviour from proxies: the globals table every script sees

@@ -1,4 +1,4 @@
-/* swlog.c - the sliding-window log of ISALLOWED (COMMANDS.md "ISALLOWED").
+/* swlog.c - the sliding-window log of ISALLOWED (COMMANDS.md, ISALLOWED).
  *
  * The Redis recipe keeps every attempt of the last period in a sorted set. Here the attempts are a
  * ring of ms timestamps in ascending order: new attempts go at the tail, expired ones leave at the
@@ -57,7 +57,7 @@ void swlog_trim(struct swlog *log, int64_t now_ms, int64_t period_ms)
     int64_t cutoff;
     uint32_t lo = 0, hi = log->len;
 
-    /* COMMANDS.md "ISALLOWED" counts timestamps > now - period; those at or before the cutoff are gone for good.
+    /* COMMANDS.md, ISALLOWED counts timestamps > now - period; those at or before the cutoff are gone for good.
      * A cutoff below INT64_MIN cannot drop anything. */
     if (__builtin_sub_overflow(now_ms, period_ms, &cutoff))
         return;
@@ -103,7 +103,7 @@ int swlog_record(struct swlog *log, int64_t now_ms, int64_t max_count)
 
     assert(max_count >= 0);
     /* Make room: keep at most max_count older attempts, so that with this one the log never
-     * holds more than max_count + 1 (COMMANDS.md "ISALLOWED"). max_count may have shrunk since the last call. */
+     * holds more than max_count + 1 (COMMANDS.md, ISALLOWED). max_count may have shrunk since the last call. */
     if ((uint64_t)log->len > (uint64_t)max_count)
         drop_oldest(log, log->len - (uint32_t)max_count);
     assert(log->len < log->cap);

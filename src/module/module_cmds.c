@@ -1,4 +1,4 @@
-/* module_cmds.c - CL.THROTTLE (COMMANDS.md "CL.THROTTLE"), GCRA (COMMANDS.md "GCRA") and ISALLOWED (COMMANDS.md "ISALLOWED") inside
+/* module_cmds.c - CL.THROTTLE (COMMANDS.md, CL.THROTTLE), GCRA (COMMANDS.md, GCRA) and ISALLOWED (COMMANDS.md, ISALLOWED) inside
  * Redis/Valkey: the same validation, arithmetic and replies as the daemon (gcra.c, gcra_redis.c,
  * swlog.c, isallowed.c), on Redis keys.
  *
@@ -46,7 +46,7 @@ int rl_arg_i64(RedisModuleCtx *ctx, RedisModuleString *arg, int64_t *out)
     return 0;
 }
 
-/* COMMANDS.md "CL.THROTTLE": the wall clock, read once per command. */
+/* COMMANDS.md, CL.THROTTLE: the wall clock, read once per command. */
 static int64_t now_ns(void)
 {
     struct timespec ts;
@@ -192,7 +192,7 @@ int rl_cmd_isallowed(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     size_t nlen;
     const char *nstr = RedisModule_StringPtrLen(name, &nlen);
     rl_stats_count(RL_LIM_ISALLOWED, nstr, nlen, allowed, in_window * 10 >= max_count * 9);
-    /* Every attempt is recorded (COMMANDS.md "ISALLOWED"), so every call propagates: the replica applies the
+    /* Every attempt is recorded (COMMANDS.md, ISALLOWED), so every call propagates: the replica applies the
      * same trim, keep and timestamp, and ends with the same log. */
     RedisModule_Replicate(ctx, "RLIMIT.LOGPUSH", "sllll", name, (long long)cutoff,
                           (long long)max_count, (long long)newest, (long long)period_ms);

@@ -67,7 +67,7 @@ void rl_gcra_store(RedisModuleKey *key, int64_t tat_ns)
     else if (RedisModule_ModuleTypeSetValue(key, rl_gcra_type, tat_to_value(tat_ns)) ==
              REDISMODULE_OK)
         rl_stats_values(1);
-    /* COMMANDS.md "CL.THROTTLE": the key expires at its TAT. Redis expiry is in ms: round up so the key never goes
+    /* COMMANDS.md, CL.THROTTLE: the key expires at its TAT. Redis expiry is in ms: round up so the key never goes
      * while its TAT is still ahead (a TAT that has passed counts as absent anyway). */
     int64_t ms = tat_ns / 1000000 + (tat_ns % 1000000 > 0);
     RedisModule_SetAbsExpire(key, ms);
@@ -154,7 +154,7 @@ int rl_wlog_push(RedisModuleKey *key, int64_t cutoff_ms, int64_t keep, int64_t t
     }
     int within = swlog_record(log, ts_ms, keep);
     *newest_ms = swlog_newest(log);
-    /* COMMANDS.md "ISALLOWED": the key expires `period` after its newest attempt. */
+    /* COMMANDS.md, ISALLOWED: the key expires `period` after its newest attempt. */
     RedisModule_SetAbsExpire(key, *newest_ms + period_ms);
     return within;
 }

@@ -193,7 +193,7 @@ static void cron(uv_timer_t *timer)
             stats_add(&t->stats.expired_keys, freed);
     }
 
-    /* Idle clients (COMMANDS.md "Wire protocol": `timeout`). */
+    /* Idle clients (COMMANDS.md, Wire protocol: `timeout`). */
     int64_t timeout = __atomic_load_n(&srv->conf->timeout, __ATOMIC_RELAXED);
     uint64_t mono_ms = uv_now(&t->loop);
     for (struct client *c = t->clients, *next; c != NULL; c = next) {

@@ -22,7 +22,7 @@
  *     [8 value][1 flags][1 key length; 255 = a 4-byte length follows][4 length?][8 expiry?][key]
  * The value is the TAT or integer, or a pointer to a malloc'd blob (KS_RAW string, KS_SWLOG ring).
  * The expiry field exists only when the expiry is not implied: a GCRA key expires at its TAT
- * (COMMANDS.md "CL.THROTTLE"), so F_EXP_IS_VAL says "expiry == value" and a GCRA entry with a 14-byte key is 24
+ * (COMMANDS.md, CL.THROTTLE), so F_EXP_IS_VAL says "expiry == value" and a GCRA entry with a 14-byte key is 24
  * bytes. EXPIRE/PERSIST on such a key, or a type change, moves the entry to the class of its new
  * shape and updates its slot. Nothing outside this file ever holds an entry pointer across a call
  * that could move it.
@@ -651,7 +651,7 @@ uint64_t ks_expires_count(const struct keyspace *ks)
     return sum;
 }
 
-/* Creating a key is refused over maxmemory; everything else keeps working (COMMANDS.md "Wire protocol"). */
+/* Creating a key is refused over maxmemory; everything else keeps working (COMMANDS.md, Wire protocol). */
 static int over_maxmemory(const struct keyspace *ks)
 {
     uint64_t max = atomic_load_explicit(&ks->maxmemory, memory_order_relaxed);
@@ -876,7 +876,7 @@ static void set_expire(struct shard *sh, uint64_t i, int64_t at)
     count_expiry_change(sh, old, at);
 }
 
-/* Stores a new TAT in the GCRA entry of slot i; its expiry becomes the TAT (COMMANDS.md "CL.THROTTLE"). */
+/* Stores a new TAT in the GCRA entry of slot i; its expiry becomes the TAT (COMMANDS.md, CL.THROTTLE). */
 static void set_gcra(struct shard *sh, uint64_t i, int64_t tat)
 {
     uint8_t *e = slot_entry(sh, i);
@@ -1222,7 +1222,7 @@ int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, i
         store_log(sh, e, stored, log, on_heap);
     else if (cring_fits(log, log->cap))
         store_log(sh, e, NULL, log, 1); /* a wide log that fits a cring again */
-    /* COMMANDS.md "ISALLOWED": the key expires `period` after its newest attempt. cmd_limit bounds period so
+    /* COMMANDS.md, ISALLOWED: the key expires `period` after its newest attempt. cmd_limit bounds period so
      * this cannot overflow. */
     set_expire(sh, (uint64_t)i, (newest + period_ms) * CLOCK_NS_PER_MS);
     return KS_OK;

@@ -1,6 +1,6 @@
 /* limit_model.c - interval reference models of CL.THROTTLE and ISALLOWED (see limit_model.h).
  *
- * GCRA (COMMANDS.md "CL.THROTTLE") in terms of d = max(TAT - now, 0), how far the key's TAT is ahead of the server's
+ * GCRA (COMMANDS.md, CL.THROTTLE) in terms of d = max(TAT - now, 0), how far the key's TAT is ahead of the server's
  * time: the call is limited iff d > dvt - inc; an allowed call's ttl is d + inc, a limited one's
  * is d; retry_after is ceil_s(d - (dvt - inc)); remaining is floor((dvt - ttl) / ei) clamped to
  * [0, limit]; reset_after is ceil_s(ttl), where ceil_s truncates ns to ms and rounds up to
@@ -40,7 +40,7 @@ static void meet(int64_t *lo, int64_t *hi, int64_t l2, int64_t h2)
     *hi = min64(*hi, h2);
 }
 
-/* The ns values x >= 0 whose COMMANDS.md "CL.THROTTLE" rounding (ms truncated, seconds rounded up) is s; empty
+/* The ns values x >= 0 whose COMMANDS.md, CL.THROTTLE rounding (ms truncated, seconds rounded up) is s; empty
  * (lo > hi) for a negative s. */
 static void ceil_s_inverse(long long s, int64_t *lo, int64_t *hi)
 {

@@ -1,5 +1,5 @@
-/* limit_model.h - reference models of CL.THROTTLE (GCRA, COMMANDS.md "CL.THROTTLE") and ISALLOWED (sliding-window log,
- * COMMANDS.md "ISALLOWED") for tests that cannot know the server's clock exactly.
+/* limit_model.h - reference models of CL.THROTTLE (GCRA, COMMANDS.md, CL.THROTTLE) and ISALLOWED (sliding-window log,
+ * COMMANDS.md, ISALLOWED) for tests that cannot know the server's clock exactly.
  *
  * The server reads CLOCK_REALTIME once per command. A client that reads the same clock just before
  * sending a command and just after its reply arrives knows that the server's reading lies in
@@ -10,7 +10,7 @@
  * reported with the reason; a slow machine only widens the intervals, it never fails a check.
  * When the calls were quick the intervals are narrow and the checks are as sharp as exact values.
  *
- * Written from COMMANDS.md "CL.THROTTLE" and 3 alone: it shares no code with src/gcra.c or src/swlog.c, so a bug
+ * Written from COMMANDS.md, CL.THROTTLE and 3 alone: it shares no code with src/gcra.c or src/swlog.c, so a bug
  * there is not mirrored here. Pure C, no test framework: the shell tests use it through
  * tests/cases/limit_check.c. */
 #ifndef RLIMITD_LIMIT_MODEL_H
@@ -68,7 +68,7 @@ struct lm_window {
 void lm_window_reset(struct lm_window *w);
 
 /* Checks the reply (1 allowed, 0 denied) of `ISALLOWED user action period max_count` whose
- * server time lies in [before, after] (ns), and records the attempt (COMMANDS.md "ISALLOWED" records denied
+ * server time lies in [before, after] (ns), and records the attempt (COMMANDS.md, ISALLOWED records denied
  * attempts too). Returns 0, or -1 with the reason in why. max_count must be < LM_WINDOW_MAX. */
 int lm_window_check(struct lm_window *w, int64_t period_s, int64_t max_count, int64_t before,
                     int64_t after, long long allowed, char *why, size_t whylen);

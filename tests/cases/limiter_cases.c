@@ -1,6 +1,6 @@
 /* limiter_cases.c - the shared CL.THROTTLE / ISALLOWED case table (see limiter_cases.h). Every
- * expected reply here is a contract with users' clients: COMMANDS.md "CL.THROTTLE"'s worked example and redis-cell's
- * reply shapes, COMMANDS.md "ISALLOWED"'s window, and the error texts. */
+ * expected reply here is a contract with users' clients: COMMANDS.md, CL.THROTTLE worked example and redis-cell's
+ * reply shapes, COMMANDS.md, ISALLOWED window, and the error texts. */
 #include "limiter_cases.h"
 
 /* Steps name want_module only where the two targets differ; the rest leave it NULL. */
@@ -21,10 +21,10 @@
     "max_burst would cause an overflow"
 #define BAD_MAX_COUNT "-ERR invalid max_count: must be between 0 and 1000000 (window-max-count)"
 
-/* COMMANDS.md "CL.THROTTLE" worked example: EI = 2 s, DVT = 32 s; call i (1..16) is allowed with remaining 16 - i
+/* COMMANDS.md, CL.THROTTLE worked example: EI = 2 s, DVT = 32 s; call i (1..16) is allowed with remaining 16 - i
  * and reset 2i s; calls 17..20 are limited, retry 2 s, reset 32 s. */
 #define EX "CL.THROTTLE user123 15 30 60 1"
-/* COMMANDS.md "GCRA": GCRA with the same limit; EI = 2 s is whole microseconds, so the same replies. */
+/* COMMANDS.md, GCRA: GCRA with the same limit; EI = 2 s is whole microseconds, so the same replies. */
 #define GX "GCRA user123 15 30 60"
 
 const struct lc_case lc_cases[] = {

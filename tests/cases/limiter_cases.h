@@ -1,4 +1,4 @@
-/* limiter_cases.h - one table of CL.THROTTLE and ISALLOWED cases (COMMANDS.md "CL.THROTTLE" and "ISALLOWED"), run against two
+/* limiter_cases.h - one table of CL.THROTTLE and ISALLOWED cases (COMMANDS.md, CL.THROTTLE and ISALLOWED), run against two
  * targets: the rlimitd daemon (tests/integration/test_limiter_cases.c) and Redis with rlimit.so
  * loaded (tests/module/test_module_cases.c). Same commands, same expected replies, so the module
  * cannot drift from the daemon.
@@ -14,7 +14,7 @@
  * string. Two directives are not commands: "@sleep MS" and "@gone KEY" (polls EXISTS until the
  * key has expired, at most 10 s).
  *
- * Time. The expected replies are what COMMANDS.md "CL.THROTTLE" and "ISALLOWED" give for calls "in quick succession"; lc_run
+ * Time. The expected replies are what COMMANDS.md, CL.THROTTLE and ISALLOWED give for calls "in quick succession"; lc_run
  * asserts them exactly while the case (since its start or its last @gone) has run for under a
  * second. Independently of that, every CL.THROTTLE and ISALLOWED reply, and PTTL/TTL of their
  * keys, is checked against the reference models (tests/cases/limit_model.h) with the time

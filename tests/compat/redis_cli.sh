@@ -30,7 +30,7 @@ cmdstat_calls() { # cmdstat_calls NAME: calls= of cmdstat_NAME, 0 if none
 # ---- one-shot ----
 start_daemon
 check_eq "one-shot PING" "$(cli PING)" "PONG"
-check_eq "one-shot CL.THROTTLE (COMMANDS.md "CL.THROTTLE" first reply)" \
+check_eq "one-shot CL.THROTTLE (COMMANDS.md, CL.THROTTLE first reply)" \
     "$(cli CL.THROTTLE user123 15 30 60 1 | tr '\n' ' ')" "0 16 15 -1 2 "
 check_eq "one-shot ISALLOWED" "$(cli ISALLOWED alice login 60 3)" "1"
 check_eq "one-shot PTTL of the window key is positive" \

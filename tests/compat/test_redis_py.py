@@ -49,9 +49,9 @@ def test_connect_and_throttle(d):
 
 
 def test_worked_example(d):
-    """COMMANDS.md "CL.THROTTLE": 20 quick calls, sent in one write by a non-transactional pipeline. Every reply
+    """COMMANDS.md, CL.THROTTLE: 20 quick calls, sent in one write by a non-transactional pipeline. Every reply
     must fit the GCRA model for a server time within the pipeline's run; when that took under a
-    second (as it nearly always does) the replies must be exactly COMMANDS.md "CL.THROTTLE"'s."""
+    second (as it nearly always does) the replies must be exactly COMMANDS.md, CL.THROTTLE."""
     r = redis.Redis(host="127.0.0.1", port=d.port)
     p = r.pipeline(transaction=False)
     for _ in range(20):
@@ -63,7 +63,7 @@ def test_worked_example(d):
     T.check("pipeline: the 20 replies fit the GCRA model", fits, why)
     want = [[0, 16, 15 - i, -1, 2 * (i + 1)] for i in range(16)] + [[1, 16, 0, 2, 32]] * 4
     if after - before < 1_000_000_000:
-        T.eq("pipeline: COMMANDS.md "CL.THROTTLE" worked example, 20 calls", got, want)
+        T.eq("pipeline: COMMANDS.md, CL.THROTTLE worked example, 20 calls", got, want)
     else:
         print("# the pipeline took %.3f s: checked by the model only" % ((after - before) / 1e9))
 

@@ -1,5 +1,5 @@
 /* test_limits.c - concurrency (many connections on two threads racing for one key) and the
- * connection limits of COMMANDS.md "Wire protocol": maxclients, timeout, output back-pressure. */
+ * connection limits of COMMANDS.md, Wire protocol: maxclients, timeout, output back-pressure. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -72,7 +72,7 @@ Test(concurrency, throttle_hot_key_from_200_connections)
      * the sequence a single client would see; the rest are refusals (no call refills during a
      * race shorter than EI, so the order below is the one the server served). In that order
      * every reply must fit the GCRA model for a server time within the race; when the race took
-     * under a second (as usual) the values are also exactly COMMANDS.md "CL.THROTTLE"'s: remaining 9..0 with reset
+     * under a second (as usual) the values are also exactly COMMANDS.md, CL.THROTTLE: remaining 9..0 with reset
      * 360..3600, then 190 identical refusals. */
     static long long v[CONNS][5];
     for (int i = 0; i < CONNS; i++) {
@@ -416,7 +416,7 @@ Test(limits, connection_churn_releases_slots)
     it_stop(d);
 }
 
-/* COMMANDS.md "Wire protocol"'s text; Redis itself ends it with a period, which rlimitd may copy. */
+/* COMMANDS.md, Wire protocol text; Redis itself ends it with a period, which rlimitd may copy. */
 #define OOM "OOM command not allowed when used memory > 'maxmemory'"
 #define IT_OOM(r) IT_ERR_LIKE((r), OOM, NULL)
 

@@ -1,4 +1,4 @@
-/* test_server.c - connection and server commands (COMMANDS.md "Wire protocol", 4): unknown commands, SELECT, HELLO,
+/* test_server.c - connection and server commands (COMMANDS.md, Wire protocol, 4): unknown commands, SELECT, HELLO,
  * PING/ECHO/TIME, CLIENT, CONFIG, AUTH, QUIT, RESET, INFO. */
 #include <arpa/inet.h>
 #include <dirent.h>

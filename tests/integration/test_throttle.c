@@ -1,4 +1,4 @@
-/* test_throttle.c - CL.THROTTLE over the wire (COMMANDS.md "CL.THROTTLE"): the worked example pipelined and through
+/* test_throttle.c - CL.THROTTLE over the wire (COMMANDS.md, CL.THROTTLE): the worked example pipelined and through
  * redis-cli. The command's replies and errors are in the shared case table,
  * tests/cases/limiter_cases.c (test_limiter_cases.c), which also runs against the module.
  * Every expected reply is a contract with redis-cell's users: compared exactly whenever the calls
@@ -17,7 +17,7 @@
 
 TestSuite(throttle, .fini = it_fini, .timeout = 120);
 
-/* COMMANDS.md "CL.THROTTLE" worked example: `CL.THROTTLE user123 15 30 60 1` twenty times in quick succession.
+/* COMMANDS.md, CL.THROTTLE worked example: `CL.THROTTLE user123 15 30 60 1` twenty times in quick succession.
  * EI = 2 s, DVT = 32 s: call i (1..16) is allowed with remaining 16 - i and reset 2i seconds;
  * calls 17..20 are limited, retry 2 s, reset 32 s. Retry and reset are rounded up at ms
  * granularity, so they stay exact while the twenty calls take less than a second. */

@@ -1,4 +1,4 @@
-/* test_zset.c - sorted sets on the real daemon (docs/COMMANDS.md "Sorted sets"): types and
+/* test_zset.c - sorted sets on the real daemon (docs/COMMANDS.md, Sorted sets): types and
  * WRONGTYPE both ways, emptied sets, expiry, MULTI/EXEC, snapshots across a restart, the
  * ISALLOWED window log seen and written as a sorted set, maxmemory, hostile input. Reply
  * texts are checked against Redis 7.0 by tests/diff; here the daemon's own rules are. */

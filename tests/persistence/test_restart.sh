@@ -16,7 +16,7 @@ start_daemon survive "$D" --save-interval 0 || {
 
 # CL.THROTTLE answers depend on the server's clock. Every call goes through `throttle`, which logs
 # the time measured around it, and model_check verifies each reply against the GCRA model for
-# some server time in that interval. COMMANDS.md "CL.THROTTLE"'s exact values are asserted as well whenever the
+# some server time in that interval. COMMANDS.md, CL.THROTTLE exact values are asserted as well whenever the
 # calls were quick enough for them to be exact: within one second of the first.
 QUICK_NS=1000000000
 t_first=$(now_ns)
@@ -25,8 +25,8 @@ took=$(($(now_ns) - t_first))
 r=$(sed -n 16p <<<"$out")
 r17=$(sed -n 17p <<<"$out")
 if ((took < QUICK_NS)); then
-    expect_eq "$r" "0 16 0 -1 32" "COMMANDS.md "CL.THROTTLE" example: the 16th call"
-    expect_eq "$r17" "1 16 0 2 32" "COMMANDS.md "CL.THROTTLE" example: the 17th call is limited"
+    expect_eq "$r" "0 16 0 -1 32" "COMMANDS.md, CL.THROTTLE example: the 16th call"
+    expect_eq "$r17" "1 16 0 2 32" "COMMANDS.md, CL.THROTTLE example: the 17th call is limited"
 else
     note "the 17 calls took $((took / 1000000)) ms: not quick enough for the exact values"
 fi

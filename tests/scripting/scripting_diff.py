@@ -5,7 +5,7 @@ for byte.
 Each case is a list of commands sent, in order, on one connection to each server (both start
 empty and each case uses its own keys). Every reply must be identical. On a mismatch it prints
 the case, the command and both replies. A case may touch only keys it declares in KEYS: rlimitd
-refuses undeclared keys (docs/COMMANDS.md "Scripting"), Redis does not.
+refuses undeclared keys (docs/COMMANDS.md, Scripting), Redis does not.
 
     scripting_diff.py RLIMITD_BINARY"""
 import sys
