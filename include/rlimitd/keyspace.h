@@ -52,6 +52,9 @@ void ks_unlock(struct keyspace *ks, unsigned shard);
 
 /* 0 = no limit. Checked when a command would create a key. */
 void ks_set_maxmemory(struct keyspace *ks, uint64_t bytes);
+/* 1 if maxmemory is set and used memory is above it: what refuses a new key. Multi-key writes
+ * (MSET) ask once before writing any key, so they are refused whole, never half done. */
+int ks_over_maxmemory(const struct keyspace *ks);
 /* Bytes allocated for entries, values and tables (malloc_usable_size), all shards. */
 uint64_t ks_used_memory(const struct keyspace *ks);
 /* Live entries (may include expired ones not yet reclaimed) and those with an expiry. */

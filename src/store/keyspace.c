@@ -652,6 +652,11 @@ static int over_maxmemory(const struct keyspace *ks)
     return max != 0 && ks_used_memory(ks) > max;
 }
 
+int ks_over_maxmemory(const struct keyspace *ks)
+{
+    return over_maxmemory(ks);
+}
+
 static struct shard *shard_of(struct keyspace *ks, const struct ks_key *k)
 {
     return &ks->shards[ks_shard(ks, k)];
