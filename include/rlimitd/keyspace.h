@@ -37,6 +37,7 @@ enum ks_type {
 #define KS_OOM (-2)      /* would add a key while used memory > maxmemory */
 #define KS_NOTINT (-3)   /* INCR on a string that is not an integer */
 #define KS_OVERFLOW (-4) /* INCR past int64 */
+#define KS_NOKEY (-5)    /* RENAME of an absent key */
 #define KS_LIMIT_ERR (-100) /* the limiter arithmetic refused the call; *err says why */
 
 /* Shard count is 1 << shard_bits (0..12). seed keys the hash. Returns NULL on bad arguments. */
@@ -131,6 +132,25 @@ int ks_expire(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_
 
 /* Removes the expiry. 1 if there was one, 0 otherwise. */
 int ks_persist(struct keyspace *ks, const struct ks_key *key, int64_t now);
+
+/* RENAME / RENAMENX: moves src's value, type and expiry to dst (both shards locked), replacing
+ * dst unless nx. Returns 1 if renamed (src == dst counts, unless nx), 0 if nx and dst exists (or
+ * src == dst), KS_NOKEY if src is absent. */
+int ks_rename(struct keyspace *ks, const struct ks_key *src, const struct ks_key *dst, int64_t now,
+              int nx);
+
+/* ---- WATCH (keyspace.c "Watched keys") ----
+ * Every write to a watched key (any command, limiter, deletion, expiry, FLUSHALL) bumps its
+ * version. ks_watch_key (key's shard locked) registers one watcher of key and returns its
+ * handle with the version now; ks_watch_changed (the handle's shard locked) says whether the key
+ * was written since that version or has expired since; ks_watch_release (shard locked) drops
+ * the watcher. */
+struct ks_watch;
+struct ks_watch *ks_watch_key(struct keyspace *ks, const struct ks_key *key, int64_t now,
+                              uint64_t *version);
+unsigned ks_watch_shard(const struct ks_watch *w);
+int ks_watch_changed(struct keyspace *ks, const struct ks_watch *w, uint64_t version, int64_t now);
+void ks_watch_release(struct keyspace *ks, struct ks_watch *w);
 
 /* ---- whole shards (caller holds that shard's lock) ---- */
 

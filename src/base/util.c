@@ -125,8 +125,8 @@ int util_eq_nocase(const char *s, size_t len, const char *lit)
  * against the character c, and moves *pi past the element. Follows Redis's stringmatchlen:
  * an unterminated class runs to the end of the pattern, "x-y" with the ends swapped is a range
  * all the same, an escape inside a class is compared case-sensitively, and a trailing backslash
- * is a literal backslash. Bytes compare as unsigned (Redis uses plain char, so a range with
- * bytes >= 0x80 in it depends on the platform's char signedness there). */
+ * is a literal backslash. Range ends and the byte compare as signed chars, as Redis's plain
+ * char does on x86-64 (the oracle the differential test runs against). */
 static int match_one(const char *pat, size_t plen, size_t *pi, unsigned char c, int nocase)
 {
     size_t p = *pi;
@@ -151,7 +151,10 @@ static int match_one(const char *pat, size_t plen, size_t *pi, unsigned char c, 
                     hit = 1;
                 p++;
             } else if (plen - p >= 3 && pat[p + 1] == '-') {
-                int lo = (unsigned char)pat[p], hi = (unsigned char)pat[p + 2];
+                /* Plain char as in Redis on x86-64 (signed): "[\x01-\xff]" is the range
+                 * -1..1 there, and the byte 0x80 (-128) is outside it. */
+                int lo = (signed char)pat[p], hi = (signed char)pat[p + 2];
+                int sc = (signed char)c;
 
                 /* Swap first, fold case after, as Redis does: "[Z-a]" is empty with nocase. */
                 if (lo > hi) {
@@ -163,8 +166,9 @@ static int match_one(const char *pat, size_t plen, size_t *pi, unsigned char c, 
                 if (nocase) {
                     lo = lower(lo);
                     hi = lower(hi);
+                    sc = lower(sc);
                 }
-                if (cc >= lo && cc <= hi)
+                if (sc >= lo && sc <= hi)
                     hit = 1;
                 p += 3;
             } else {
@@ -193,11 +197,45 @@ static int match_one(const char *pat, size_t plen, size_t *pi, unsigned char c, 
  * could have matched is as good as the one found; retrying only the last star is therefore
  * complete, and costs O(plen * slen) at worst instead of the exponential time a naive
  * recursive matcher spends on patterns like "*a*a*a*a*b". No recursion, no stack growth. */
+/* Redis 7 (stringmatchlen) bounds its recursion: each star with more pattern after it recurses
+ * one level deeper, and a call more than 1000 levels deep answers "no match". A match passes
+ * every star group; one after the 1000th with more pattern after it is always reached with part
+ * of the string left (the pattern after it needs a byte), so the limit fails exactly the
+ * patterns that have such a group, whatever the string. Hence this check, then the matcher
+ * below, gives Redis's answer for every pattern. */
+#define GLOB_MAX_NESTING 1000
+
+static int too_deep(const char *pat, size_t plen)
+{
+    size_t groups = 0;
+    for (size_t p = 0; p < plen; p++) {
+        if (pat[p] == '\\' && p + 1 < plen) {
+            p++;
+        } else if (pat[p] == '[') { /* a class, as match_one reads it: stars in it are bytes */
+            p++;
+            if (p < plen && pat[p] == '^')
+                p++;
+            while (p < plen && pat[p] != ']')
+                p += (pat[p] == '\\' && plen - p >= 2) ? 2
+                     : (plen - p >= 3 && pat[p + 1] == '-') ? 3 : 1;
+        } else if (pat[p] == '*') {
+            while (p + 1 < plen && pat[p + 1] == '*')
+                p++;
+            if (++groups > GLOB_MAX_NESTING && p + 1 < plen)
+                return 1;
+        }
+    }
+    return 0;
+}
+
 int util_glob_match(const char *pat, size_t plen, const char *s, size_t slen, int nocase)
 {
     size_t p = 0, i = 0;
     size_t star_p = 0, star_i = 0;
     int have_star = 0;
+
+    if (plen > 2 * GLOB_MAX_NESTING && too_deep(pat, plen))
+        return 0;
 
     while (i < slen) {
         if (p < plen && pat[p] == '*') {

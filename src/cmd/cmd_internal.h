@@ -127,6 +127,9 @@ void stats_reset(struct cmd_env *env);
 
 /* MULTI queue (cmd.c). */
 void multi_discard(struct session *s);
+/* Drops every key the session WATCHes (UNWATCH, EXEC, DISCARD, RESET, disconnect); takes each
+ * key's shard lock itself, so the caller holds none. */
+void watch_release_all(struct session *s);
 
 /* Replies for commands with subcommands (cmd_command.c), Redis's texts:
  * "ERR unknown subcommand '<argv[1]>'. Try <CMD> HELP." and
