@@ -16,7 +16,6 @@
 
 struct rbuf;
 struct multi;
-struct scratch;
 
 /* Session flags */
 #define SESSION_CLOSE_AFTER_REPLY 1u /* QUIT, protocol error, CLIENT KILL of self */
@@ -36,7 +35,6 @@ struct session {
     int64_t ctime_ns;     /* wall clock at connect */
     int64_t last_mono_ns; /* monotonic time of the last command (idle timeout, CLIENT LIST) */
     int last_cmd;         /* index in the command table, -1 before any */
-    struct scratch *scratch; /* reusable key arrays (cmd.c), so warm commands do not malloc */
     const char *peer;     /* "ip:port" of the client (owned by the connection), for SLOWLOG */
     size_t multi_mem;     /* bytes of the commands queued in MULTI (CLIENT LIST) */
     int multi_count;      /* commands queued in MULTI, -1 outside MULTI (CLIENT LIST) */
@@ -96,6 +94,9 @@ void cmd_env_deinit(struct cmd_env *env);
 /* Initialises / frees the session state (not the struct itself). */
 void session_init(struct session *s, uint64_t id, struct stats *stats);
 void session_deinit(struct session *s);
+/* Frees what command execution keeps per thread (key arrays); call before a thread that ran
+ * commands ends. */
+void cmd_thread_exit(void);
 
 /* Runs one command and appends its reply (or replies) to out. Reads the wall clock once.
  * argv[i] holds lens[i] bytes followed by a NUL. May set SESSION_CLOSE_AFTER_REPLY. */

@@ -32,6 +32,9 @@ struct stats {
     _Atomic uint64_t dirty;             /* successful write commands, for snapshots */
     _Atomic uint64_t busy_poll_spins;   /* times the loop started polling without sleeping */
     _Atomic uint64_t busy_poll_backoffs; /* ... and stopped because its CPU was contended */
+    _Atomic uint64_t clients_mem;       /* bytes the thread's connections hold (CLIENT LIST
+                                           tot-mem summed; deltas wrap as uint64) */
+    _Atomic uint64_t clients_freed;     /* bytes of closed connections, ever (memory return) */
     _Atomic uint64_t errors[ERRSTAT_COUNT];
     _Atomic uint64_t lim_allowed[LIM_COUNT]; /* limiter decisions (cmd_limiter.c) */
     _Atomic uint64_t lim_limited[LIM_COUNT];

@@ -179,7 +179,9 @@ struct multi {
     int n, cap;
 };
 
-/* Per-session scratch kept across commands so a warm connection hashes keys without malloc. */
+/* Scratch kept across commands so warm commands hash keys without malloc. One per thread, not
+ * per session: a command's keys are collected, used and dropped before the next command starts
+ * on that thread, and an idle connection should not pay for them (DESIGN.md "Connections"). */
 struct scratch {
     struct ks_key *keys;
     int cap;
@@ -215,14 +217,13 @@ void multi_discard(struct session *s)
     __atomic_store_n(&s->multi_mem, 0, __ATOMIC_RELAXED);
 }
 
-static struct scratch *session_scratch(struct session *s)
+static _Thread_local struct scratch tl_scratch;
+
+void cmd_thread_exit(void)
 {
-    if (s->scratch == NULL) {
-        s->scratch = calloc(1, sizeof(struct scratch));
-        if (s->scratch == NULL)
-            abort();
-    }
-    return s->scratch;
+    free(tl_scratch.keys);
+    free(tl_scratch.derived);
+    memset(&tl_scratch, 0, sizeof(tl_scratch));
 }
 
 /* ---- WATCH ----
@@ -307,11 +308,6 @@ void session_deinit(struct session *s)
     free(s->name);
     free(s->lib_name);
     free(s->lib_ver);
-    if (s->scratch != NULL) {
-        free(s->scratch->keys);
-        free(s->scratch->derived);
-        free(s->scratch);
-    }
     memset(s, 0, sizeof(*s));
 }
 
@@ -360,7 +356,8 @@ void cmd_env_deinit(struct cmd_env *env)
 static int collect_keys(const struct cmd_def *d, struct session *s, int argc, char **argv,
                         const size_t *lens, struct keyspace *ks, struct ks_key **keys)
 {
-    struct scratch *sc = session_scratch(s);
+    (void)s;
+    struct scratch *sc = &tl_scratch;
     int n = 0;
     if (d->flags & CMD_KEYDERIVED) {
         size_t need = isallowed_key_len(lens[1], lens[2]);

@@ -288,6 +288,11 @@ static void sec_memory(struct info *in)
     add(in->b, "used_memory_rss:%" PRIu64, rss);
     human(h, sizeof(h), rss);
     add(in->b, "used_memory_rss_human:%s", h);
+    /* What the connections hold (CLIENT LIST tot-mem summed over the I/O threads). */
+    uint64_t clients_mem = 0;
+    for (int i = 0; i < env->nstats; i++)
+        clients_mem += stats_get(&env->stats[i]->clients_mem);
+    add(in->b, "mem_clients_normal:%" PRIu64, clients_mem);
     add(in->b, "maxmemory:%" PRId64, maxmemory);
     human(h, sizeof(h), maxmemory > 0 ? (uint64_t)maxmemory : 0);
     add(in->b, "maxmemory_human:%s", h);

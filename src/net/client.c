@@ -1,5 +1,6 @@
-/* client.c - one connection: reading into the parser's buffer, running commands, writing the
- * replies back with as few syscalls as the pipeline allows, back-pressure, and closing.
+/* client.c - one connection: reading through the thread's shared buffer, running commands,
+ * writing the replies back with as few syscalls as the pipeline allows, back-pressure, and
+ * closing.
  *
  * Everything here runs on the connection's own I/O thread; only `kill` (atomic) and the
  * registry links (registry_lock) are touched by others. */
@@ -14,6 +15,8 @@
 
 static void process(struct client *c);
 static void flush(struct client *c);
+static void publish(struct client *c);
+static size_t client_memory(const struct client *c);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
@@ -34,12 +37,13 @@ static void stop_reading(struct client *c)
 static void on_close(uv_handle_t *h)
 {
     struct client *c = h->data;
-    struct server *srv = c->thread->srv;
+    struct io_thread *t = c->thread;
+    struct server *srv = t->srv;
 
     if (c->tprev != NULL)
         c->tprev->tnext = c->tnext;
     else
-        c->thread->clients = c->tnext;
+        t->clients = c->tnext;
     if (c->tnext != NULL)
         c->tnext->tprev = c->tprev;
 
@@ -47,13 +51,14 @@ static void on_close(uv_handle_t *h)
      * once the thread has handled the stop (t->stopped): before that the cron timer is not the
      * grace timer yet, and the wake-up handler closes it itself when no client is left. Closing
      * it here too (the SHUTDOWN client is closed before the wake-up runs) closed it twice. */
-    if (atomic_load(&srv->stopping) && c->thread->stopped && c->thread->clients == NULL &&
-        !uv_is_closing((uv_handle_t *)&c->thread->cron))
-        uv_close((uv_handle_t *)&c->thread->cron, NULL);
+    if (atomic_load(&srv->stopping) && t->stopped && t->clients == NULL &&
+        !uv_is_closing((uv_handle_t *)&t->cron))
+        uv_close((uv_handle_t *)&t->cron, NULL);
+    /* libuv ran the write callback (UV_ECANCELED) before this one: inflight is gone. */
+    stats_add(&t->stats.clients_freed, client_memory(c));
     session_deinit(&c->session);
-    resp_destroy(&c->resp);
+    resp_deinit(&c->resp);
     rbuf_free(&c->out);
-    rbuf_free(&c->inflight);
     free(c);
 }
 
@@ -75,8 +80,17 @@ void client_close(struct client *c)
         c->gnext->gprev = c->gprev;
     c->gprev = c->gnext = NULL;
     pthread_mutex_unlock(&srv->registry_lock);
+    /* Out of mem_clients_normal with the count (publish does nothing from here on). */
+    stats_add(&c->thread->stats.clients_mem,
+              -(uint64_t)atomic_load_explicit(&c->tot_mem, memory_order_relaxed));
+    atomic_store_explicit(&c->tot_mem, 0, memory_order_relaxed);
     atomic_fetch_sub(&srv->nclients, 1);
     uv_close(&c->h.handle, on_close);
+}
+
+static size_t pending_output(const struct client *c)
+{
+    return c->out.len + (c->inflight != NULL ? c->inflight->len : 0);
 }
 
 void client_close_after_flush(struct client *c)
@@ -85,27 +99,8 @@ void client_close_after_flush(struct client *c)
         return;
     c->state = CLIENT_DRAINING;
     stop_reading(c);
-    if (!c->writing && c->out.len == 0)
+    if (pending_output(c) == 0)
         client_close(c);
-}
-
-static struct resp_limits current_limits(struct server *srv)
-{
-    struct resp_limits lim;
-    pthread_mutex_lock(&srv->env.conf_lock);
-    lim.query_buf = (size_t)srv->conf->client_query_buffer_limit;
-    lim.max_bulk = (size_t)srv->conf->proto_max_bulk_len;
-    lim.max_args = (size_t)srv->conf->proto_max_args;
-    pthread_mutex_unlock(&srv->env.conf_lock);
-    return lim;
-}
-
-/* Applies a new configuration generation (limits) to the client. */
-static void client_refresh_config(struct client *c)
-{
-    struct resp_limits lim = current_limits(c->thread->srv);
-    resp_set_limits(c->resp, &lim);
-    c->config_gen = c->thread->config_gen;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -114,15 +109,11 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     struct client *c = h->data;
     char *p;
     size_t len;
-    /* The parser's own buffer: reads cost no malloc (STYLE "U"). */
-    resp_input_space(c->resp, &p, &len);
+    /* The thread's shared read buffer, or the connection's own while a command is incomplete:
+     * reads cost no malloc (STYLE "U"). */
+    resp_input_space(&c->resp, &p, &len);
     buf->base = p;
     buf->len = len;
-}
-
-static size_t pending_output(const struct client *c)
-{
-    return c->out.len + c->inflight.len;
 }
 
 static int64_t output_limit(const struct client *c)
@@ -130,12 +121,39 @@ static int64_t output_limit(const struct client *c)
     return __atomic_load_n(&c->thread->srv->conf->client_output_buffer_limit, __ATOMIC_RELAXED);
 }
 
+/* Reply buffers are the thread's: the connection being served borrows the spare one, and gives
+ * a buffer back (or frees it) as soon as everything in it is with the kernel or in a write. */
+static void out_borrow(struct client *c)
+{
+    struct io_thread *t = c->thread;
+    if (c->out.p == NULL && t->spare_out.p != NULL) {
+        c->out = t->spare_out;
+        rbuf_init(&t->spare_out);
+    }
+}
+
+/* The spare reply buffer a thread keeps: one big reply does not pin its size. */
+#define SPARE_OUT_KEEP (64 * 1024)
+
+static void out_release(struct client *c)
+{
+    struct io_thread *t = c->thread;
+    if (c->out.len != 0 || c->out.p == NULL)
+        return;
+    if (t->spare_out.p == NULL && c->out.cap <= SPARE_OUT_KEEP)
+        t->spare_out = c->out;
+    else
+        free(c->out.p);
+    rbuf_init(&c->out);
+}
+
 static void on_write(uv_write_t *req, int status)
 {
-    struct client *c = req->data;
+    struct client_write *w = (struct client_write *)req;
+    struct client *c = w->c;
     thread_mark_work(c->thread);
-    c->writing = 0;
-    c->inflight.len = 0;
+    c->inflight = NULL;
+    free(w);
     if (status < 0) {
         if (status != UV_ECANCELED && c->state != CLIENT_CLOSING)
             client_close(c);
@@ -145,7 +163,7 @@ static void on_write(uv_write_t *req, int status)
         return;
     flush(c);
     if (c->state == CLIENT_DRAINING) {
-        if (!c->writing && c->out.len == 0)
+        if (pending_output(c) == 0)
             client_close(c);
         return;
     }
@@ -153,6 +171,8 @@ static void on_write(uv_write_t *req, int status)
     if (c->state == CLIENT_PAUSED && (int64_t)pending_output(c) <= output_limit(c) / 2) {
         c->state = CLIENT_ACTIVE;
         process(c);
+    } else {
+        publish(c);
     }
 }
 
@@ -168,16 +188,21 @@ static void protocol_error(struct client *c, const char *what)
 }
 
 /* Hands the collected replies to the kernel: one uv_try_write for the whole batch; whatever
- * the socket does not take goes to uv_write from the inflight buffer. */
+ * the socket does not take is copied into a write of its own (the slow path: a full socket). */
 static void flush(struct client *c)
 {
-    if (c->writing || c->out.len == 0 || c->state == CLIENT_CLOSING)
+    if (c->inflight != NULL || c->state == CLIENT_CLOSING)
         return;
+    if (c->out.len == 0) {
+        out_release(c);
+        return;
+    }
     stats_add(&c->thread->stats.net_output_bytes, c->out.len);
     uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
     int n = uv_try_write(&c->h.stream, &b, 1);
     if (n == (int)c->out.len) {
         c->out.len = 0;
+        out_release(c);
         if (c->state == CLIENT_DRAINING)
             client_close(c); /* the last reply (QUIT, protocol error) is out */
         return;
@@ -187,45 +212,59 @@ static void flush(struct client *c)
         return;
     }
     size_t done = n > 0 ? (size_t)n : 0;
-    /* Swap buffers: the unsent tail becomes inflight, the old inflight buffer is reused. */
-    struct rbuf tmp = c->inflight;
-    c->inflight = c->out;
-    c->out = tmp;
+    size_t left = c->out.len - done;
+    struct client_write *w = malloc(sizeof(*w) + left);
+    if (w == NULL)
+        abort();
+    memcpy(w->data, c->out.p + done, left);
+    w->len = left;
+    w->c = c;
     c->out.len = 0;
-    if (done > 0) {
-        memmove(c->inflight.p, c->inflight.p + done, c->inflight.len - done);
-        c->inflight.len -= done;
-    }
-    b = uv_buf_init(c->inflight.p, (unsigned)c->inflight.len);
-    c->wreq.data = c;
-    if (uv_write(&c->wreq, &c->h.stream, &b, 1, on_write) != 0) {
+    out_release(c);
+    b = uv_buf_init(w->data, (unsigned)left);
+    if (uv_write(&w->req, &c->h.stream, &b, 1, on_write) != 0) {
+        free(w);
         client_close(c);
         return;
     }
-    c->writing = 1;
+    c->inflight = w;
 }
 
-/* Publishes this connection's buffer figures for CLIENT LIST on other threads. */
+/* Bytes this connection holds: what INFO's mem_clients_normal sums and CLIENT LIST's tot-mem
+ * shows. The thread's shared buffers are not counted: they do not grow with connections. */
+static size_t client_memory(const struct client *c)
+{
+    return sizeof(*c) + resp_capacity(&c->resp) + c->out.cap +
+           (c->inflight != NULL ? sizeof(*c->inflight) + c->inflight->len : 0);
+}
+
+/* Publishes this connection's buffer figures for CLIENT LIST on other threads. obl goes last,
+ * with release: a reader that loads it first (acquire) and sees this batch's value sees the
+ * other figures of this batch too. */
 static void publish(struct client *c)
 {
-    size_t in = resp_buffered(c->resp), cap = resp_capacity(c->resp);
+    if (c->state == CLIENT_CLOSING)
+        return; /* no longer listed nor counted */
+    size_t in = resp_buffered(&c->resp), cap = resp_capacity(&c->resp);
+    size_t mem = client_memory(c);
+    size_t old = atomic_load_explicit(&c->tot_mem, memory_order_relaxed);
+    atomic_store_explicit(&c->tot_mem, mem, memory_order_relaxed);
     atomic_store_explicit(&c->qbuf, in, memory_order_relaxed);
     atomic_store_explicit(&c->qbuf_free, cap > in ? cap - in : 0, memory_order_relaxed);
     atomic_store_explicit(&c->rbs, c->out.cap, memory_order_relaxed);
-    atomic_store_explicit(&c->obl, c->out.len, memory_order_relaxed);
-    atomic_store_explicit(&c->oll, (size_t)(c->writing ? 1 : 0), memory_order_relaxed);
-    atomic_store_explicit(&c->omem, c->inflight.len, memory_order_relaxed);
-    atomic_store_explicit(&c->tot_mem,
-                          sizeof(*c) + resp_memory(c->resp) + c->out.cap + c->inflight.cap,
+    atomic_store_explicit(&c->omem, c->inflight != NULL ? c->inflight->len : 0,
                           memory_order_relaxed);
+    atomic_store_explicit(&c->obl, c->out.len, memory_order_release);
+    if (mem != old)
+        stats_add(&c->thread->stats.clients_mem, (uint64_t)mem - (uint64_t)old);
 }
 
-/* Runs every complete command buffered, then flushes once. */
+/* Runs every complete command buffered, then flushes once and settles the parser, so that an
+ * idle connection holds no buffer. */
 static void process(struct client *c)
 {
     struct server *srv = c->thread->srv;
-    if (c->config_gen != c->thread->config_gen)
-        client_refresh_config(c);
+    out_borrow(c);
     while (c->state == CLIENT_ACTIVE) {
         if ((int64_t)pending_output(c) > output_limit(c)) {
             /* Stop reading until the client takes its replies (DESIGN.md "Hot path"). */
@@ -234,11 +273,11 @@ static void process(struct client *c)
             break;
         }
         struct resp_cmd cmd;
-        enum resp_status st = resp_next(c->resp, &cmd);
+        enum resp_status st = resp_next(&c->resp, &cmd);
         if (st == RESP_NEED_MORE)
             break;
         if (st == RESP_ERROR) {
-            protocol_error(c, resp_error(c->resp));
+            protocol_error(c, resp_error(&c->resp));
             break;
         }
         __atomic_store_n(&c->session.last_mono_ns, (int64_t)uv_now(&c->thread->loop) * 1000000,
@@ -249,6 +288,13 @@ static void process(struct client *c)
         else if (atomic_load_explicit(&c->kill, memory_order_relaxed))
             client_close(c);
     }
+    if (c->state == CLIENT_CLOSING || c->state == CLIENT_DRAINING)
+        resp_deinit(&c->resp); /* nothing more will be parsed */
+    else
+        resp_settle(&c->resp);
+    /* Published before the replies go out too: a client that got them and asks CLIENT LIST on
+     * another connection sees its query buffer as it is now. */
+    publish(c);
     flush(c);
     publish(c);
     /* Reading again after a pause was released in on_write. */
@@ -265,18 +311,20 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         char what[96];
         snprintf(what, sizeof(what), "query buffer limit exceeded (client-query-buffer-limit %lld)",
                  (long long)c->thread->srv->conf->client_query_buffer_limit);
+        resp_deinit(&c->resp);
         protocol_error(c, what);
         flush(c);
         return;
     }
-    if (nread < 0) {
-        client_close(c);
+    if (nread <= 0) {
+        /* EAGAIN (0) or an error: nothing arrived, the shared buffer is free again. */
+        resp_settle(&c->resp);
+        if (nread < 0)
+            client_close(c);
         return;
     }
-    if (nread == 0)
-        return;
     stats_add(&c->thread->stats.net_input_bytes, (uint64_t)nread);
-    resp_input_commit(c->resp, (size_t)nread);
+    resp_input_commit(&c->resp, (size_t)nread);
     process(c);
 }
 
@@ -296,6 +344,36 @@ static void format_addr(const struct sockaddr_storage *ss, char *out, size_t out
     snprintf(out, outlen, "%s:%d", host, port);
 }
 
+static struct resp_limits current_limits(struct server *srv)
+{
+    struct resp_limits lim;
+    pthread_mutex_lock(&srv->env.conf_lock);
+    lim.query_buf = (size_t)srv->conf->client_query_buffer_limit;
+    lim.max_bulk = (size_t)srv->conf->proto_max_bulk_len;
+    lim.max_args = (size_t)srv->conf->proto_max_args;
+    pthread_mutex_unlock(&srv->env.conf_lock);
+    return lim;
+}
+
+void client_thread_init(struct io_thread *t)
+{
+    struct resp_limits lim = current_limits(t->srv);
+    resp_shared_init(&t->resp, &lim);
+    rbuf_init(&t->spare_out);
+}
+
+void client_thread_config(struct io_thread *t)
+{
+    struct resp_limits lim = current_limits(t->srv);
+    resp_shared_set_limits(&t->resp, &lim);
+}
+
+void client_thread_deinit(struct io_thread *t)
+{
+    resp_shared_deinit(&t->resp);
+    rbuf_free(&t->spare_out);
+}
+
 void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
 {
     struct server *srv = t->srv;
@@ -313,33 +391,35 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
         return;
     }
     rbuf_init(&c->out);
-    rbuf_init(&c->inflight);
     session_init(&c->session, atomic_fetch_add(&srv->next_client_id, 1) + 1, &t->stats);
     c->session.authed = !atomic_load(&srv->env.auth_required);
-    c->config_gen = t->config_gen;
-    struct resp_limits lim = current_limits(srv);
-    c->resp = resp_create(&lim);
+    resp_init(&c->resp, &t->resp);
     uv_fileno(&c->h.handle, &c->fd);
-    c->session.peer = c->addr;
+    c->is_unix = (unsigned char)is_unix;
 
     if (is_unix) {
-        size_t len = sizeof(c->laddr);
-        if (uv_pipe_getsockname(&c->h.pipe, c->laddr, &len) != 0)
-            c->laddr[0] = '\0';
-        snprintf(c->addr, sizeof(c->addr), "%s:0", c->laddr);
+        /* Every unix client of a thread has the same address: formatted once. */
+        if (t->unix_addr[0] == '\0') {
+            char path[sizeof(t->unix_addr) - 2];
+            size_t len = sizeof(path);
+            if (uv_pipe_getsockname(&c->h.pipe, path, &len) != 0)
+                path[0] = '\0';
+            snprintf(t->unix_addr, sizeof(t->unix_addr), "%s:0", path);
+        }
+        c->addr = t->unix_addr;
     } else {
         struct sockaddr_storage ss;
         int len = sizeof(ss);
+        c->addr_buf[0] = '\0';
         if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0)
-            format_addr(&ss, c->addr, sizeof(c->addr));
-        len = sizeof(ss);
-        if (uv_tcp_getsockname(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0)
-            format_addr(&ss, c->laddr, sizeof(c->laddr));
+            format_addr(&ss, c->addr_buf, sizeof(c->addr_buf));
+        c->addr = c->addr_buf;
         uv_tcp_nodelay(&c->h.tcp, 1);
         int64_t ka = __atomic_load_n(&srv->conf->tcp_keepalive, __ATOMIC_RELAXED);
         if (ka > 0)
             uv_tcp_keepalive(&c->h.tcp, 1, (unsigned)ka);
     }
+    c->session.peer = c->addr;
 
     /* Lists first, so that every exit below goes through on_close. */
     c->tnext = t->clients;
@@ -354,6 +434,7 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
     pthread_mutex_unlock(&srv->registry_lock);
     int64_t n = atomic_fetch_add(&srv->nclients, 1) + 1;
     stats_add(&t->stats.connections, 1);
+    publish(c);
 
     int64_t maxclients = __atomic_load_n(&srv->conf->maxclients, __ATOMIC_RELAXED);
     if (n > maxclients) {
@@ -369,13 +450,29 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
         return;
     }
     c->state = CLIENT_ACTIVE;
-    publish(c);
     start_reading(c);
+}
+
+/* The local address is not kept per connection: asked of the socket when listed (the caller
+ * holds registry_lock, so the connection, and its fd, cannot be closed meanwhile). */
+static void local_addr(const struct client *c, char *out, size_t outlen)
+{
+    if (c->is_unix) {
+        size_t n = strlen(c->addr);
+        snprintf(out, outlen, "%.*s", (int)(n >= 2 ? n - 2 : 0), c->addr); /* without ":0" */
+        return;
+    }
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    out[0] = '\0';
+    if (getsockname(c->fd, (struct sockaddr *)&ss, &len) == 0)
+        format_addr(&ss, out, outlen);
 }
 
 void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_ms)
 {
     const struct session *s = &c->session;
+    size_t obl = atomic_load_explicit(&c->obl, memory_order_acquire); /* first: see publish */
     int64_t last = __atomic_load_n(&s->last_mono_ns, __ATOMIC_RELAXED) / 1000000;
     int64_t idle = last > 0 && (int64_t)now_mono_ms > last ? ((int64_t)now_mono_ms - last) / 1000
                                                            : 0;
@@ -385,7 +482,10 @@ void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_m
     unsigned flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
     int multi = __atomic_load_n(&s->multi_count, __ATOMIC_RELAXED);
     size_t multi_mem = __atomic_load_n(&s->multi_mem, __ATOMIC_RELAXED);
-    size_t oll = atomic_load_explicit(&c->oll, memory_order_relaxed);
+    size_t omem = atomic_load_explicit(&c->omem, memory_order_relaxed);
+    size_t oll = omem > 0 ? 1 : 0; /* one pending write at most */
+    char laddr[112];
+    local_addr(c, laddr, sizeof(laddr));
     char line[1280];
     /* Redis 7's fields in Redis's order; we have no pub/sub, so those counts are really 0. */
     int n = snprintf(line, sizeof(line),
@@ -393,15 +493,14 @@ void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_m
                      "sub=0 psub=0 ssub=0 multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 "
                      "multi-mem=%zu rbs=%zu rbp=%zu obl=%zu oll=%zu omem=%zu tot-mem=%zu "
                      "events=%s cmd=%s user=default redir=-1 resp=2 lib-name=%s lib-ver=%s\n",
-                     (unsigned long long)s->id, c->addr, c->laddr, c->fd,
+                     (unsigned long long)s->id, c->addr, laddr, c->fd,
                      s->name != NULL ? s->name : "", (long long)age, (long long)idle,
                      (flags & SESSION_IN_MULTI) ? "x" : "N", multi,
                      atomic_load_explicit(&c->qbuf, memory_order_relaxed),
                      atomic_load_explicit(&c->qbuf_free, memory_order_relaxed), multi_mem,
                      atomic_load_explicit(&c->rbs, memory_order_relaxed),
                      atomic_load_explicit(&c->rbs, memory_order_relaxed),
-                     atomic_load_explicit(&c->obl, memory_order_relaxed), oll,
-                     atomic_load_explicit(&c->omem, memory_order_relaxed),
+                     obl, oll, omem,
                      atomic_load_explicit(&c->tot_mem, memory_order_relaxed),
                      oll ? "rw" : "r", cmd, s->lib_name != NULL ? s->lib_name : "",
                      s->lib_ver != NULL ? s->lib_ver : "");

@@ -5,12 +5,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -141,6 +143,26 @@ static void on_connection(uv_stream_t *listener, int status)
 
 /* ---- cron ---- */
 
+/* Memory return (DESIGN.md "Connections"): glibc keeps freed chunks in its arenas, so after a
+ * connection storm has closed the process would stay at its peak. Once closed connections have
+ * freed this much since the last trim, and the trim before is this long ago, malloc_trim hands
+ * every arena's free pages back to the kernel. The interval bounds what a steady churn of
+ * connections costs (a trim walks the arenas' free lists). */
+#define TRIM_AFTER_BYTES (1024 * 1024)
+#define TRIM_INTERVAL_MS 500
+
+static void maybe_return_memory(struct server *srv, uint64_t mono_ms)
+{
+    uint64_t freed = 0;
+    for (int i = 0; i < srv->nthreads; i++)
+        freed += stats_get(&srv->threads[i].stats.clients_freed);
+    if (freed - srv->trim_freed < TRIM_AFTER_BYTES || mono_ms - srv->trim_ms < TRIM_INTERVAL_MS)
+        return;
+    malloc_trim(0);
+    srv->trim_freed = freed;
+    srv->trim_ms = mono_ms;
+}
+
 /* Writes so far, all threads: what "changed since the last save" is measured against. */
 static uint64_t dirty_total(struct server *srv)
 {
@@ -184,6 +206,7 @@ static void cron(uv_timer_t *timer)
         }
     }
     if (t->index == 0) {
+        maybe_return_memory(srv, mono_ms);
         info_sample_ops(&srv->env);
         if (srv->persist != NULL)
             persist_tick(srv->persist, dirty_total(srv));
@@ -214,7 +237,8 @@ static void on_wakeup(uv_async_t *a)
     struct server *srv = t->srv;
     unsigned gen = atomic_load(&srv->config_gen);
     if (gen != t->config_gen) {
-        t->config_gen = gen; /* clients pick it up on their next read */
+        t->config_gen = gen;
+        client_thread_config(t); /* request limits, from the next header parsed */
         pthread_mutex_lock(&srv->env.conf_lock);
         busypoll_set_spin(&t->busypoll, thread_spin_ns(t));
         pthread_mutex_unlock(&srv->env.conf_lock);
@@ -631,6 +655,7 @@ static int thread_setup(struct server *srv, struct io_thread *t)
         return -1;
     t->srv = srv; /* from here on server_run's exit path closes the loop */
     t->loop.data = t;
+    client_thread_init(t);
     busypoll_handles_init(t);
     uv_async_init(&t->loop, &t->wakeup, on_wakeup);
     t->wakeup.data = t;
@@ -675,6 +700,7 @@ static void *thread_main(void *arg)
     struct io_thread *t = arg;
     busypoll_start(t);
     uv_run(&t->loop, UV_RUN_DEFAULT);
+    cmd_thread_exit();
     return NULL;
 }
 
@@ -714,6 +740,36 @@ static int start_metrics(struct server *srv)
     return srv->metrics != NULL ? 0 : -1;
 }
 
+/* Descriptors besides the clients': listeners per thread, the loops' epoll and wake-up fds,
+ * the log, the snapshot being written. */
+#define FDS_RESERVED 64
+
+/* Makes room for maxclients connections, as Redis does: the soft descriptor limit is raised
+ * toward the hard one (the unit's LimitNOFILE, or `ulimit -Hn`). Short of that, a warning: past
+ * the limit accept() fails and connections wait in the backlog instead of getting the
+ * maxclients error. */
+static void raise_nofile(int64_t maxclients)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)maxclients + FDS_RESERVED;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return;
+    rlim_t old = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        rl.rlim_cur = old;
+    if (rl.rlim_cur > old)
+        log_notice("Raised the open files limit from %llu to %llu", (unsigned long long)old,
+                   (unsigned long long)rl.rlim_cur);
+    if (rl.rlim_cur < want)
+        log_warning("The open files limit (%llu) leaves room for %lld clients, not maxclients "
+                    "%lld: raise LimitNOFILE or ulimit -n",
+                    (unsigned long long)rl.rlim_cur,
+                    (long long)rl.rlim_cur > FDS_RESERVED ? (long long)rl.rlim_cur - FDS_RESERVED
+                                                          : 0LL,
+                    (long long)maxclients);
+}
+
 int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
                struct persist *persist)
 {
@@ -725,6 +781,7 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
     srv->ks = ks;
     srv->persist = persist;
     srv->final_save = 1; /* SIGTERM, SIGINT, SHUTDOWN and SHUTDOWN SAVE all save */
+    raise_nofile(conf->maxclients);
     srv->nthreads = (int)conf->threads;
     if (srv->nthreads < 1 || srv->nthreads > 16)
         srv->nthreads = 1;
@@ -808,6 +865,7 @@ out:
             busypoll_handles_close(t);
             uv_run(&t->loop, UV_RUN_NOWAIT);
             uv_loop_close(&t->loop);
+            client_thread_deinit(t);
         }
     }
     metrics_http_stop(&srv->metrics); /* before the env its scrapes read goes */

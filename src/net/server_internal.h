@@ -3,6 +3,7 @@
 #ifndef RLIMITD_SERVER_INTERNAL_H
 #define RLIMITD_SERVER_INTERNAL_H
 
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -38,6 +39,11 @@ struct io_thread {
     uv_pipe_t unix_listener;
     int has_unix;
     struct client *clients; /* this thread's connections (thread-local list) */
+    /* Per-thread halves of every connection's buffers (DESIGN.md "Connections"): the read
+     * buffer and argument vectors, and a reply buffer lent to the connection being served. */
+    struct resp_shared resp;
+    struct rbuf spare_out;
+    char unix_addr[112];   /* "path:0" of this thread's unix socket clients, set at accept */
     unsigned expire_shard;  /* next of this thread's shards to sweep */
     unsigned config_gen;    /* last configuration generation applied */
     int stopped;            /* shutdown handled: listeners and timers are closing */
@@ -52,6 +58,17 @@ enum client_state {
     CLIENT_CLOSING,    /* uv_close called; freed in the close callback */
 };
 
+/* A write the kernel did not take at once: the unsent bytes, owned by the uv_write. */
+struct client_write {
+    uv_write_t req;
+    struct client *c;
+    size_t len;
+    char data[];
+};
+
+/* One connection. An idle one owns nothing but this struct (DESIGN.md "Connections"): its
+ * parser keeps bytes only for an incomplete command, `out` holds a buffer only while replies are
+ * being produced or wait behind a write, and `inflight` exists only while a write is pending. */
 struct client {
     union {
         uv_handle_t handle;
@@ -60,23 +77,21 @@ struct client {
         uv_pipe_t pipe;
     } h;
     struct io_thread *thread;
-    enum client_state state;
     struct session session;
-    struct resp *resp;
-    struct rbuf out;      /* replies not yet handed to the kernel */
-    struct rbuf inflight; /* bytes owned by the current uv_write */
-    uv_write_t wreq;
-    int writing;
-    int reading;          /* uv_read_start is in effect */
-    _Atomic int kill;     /* set by CLIENT KILL from any thread */
-    unsigned config_gen;
+    struct resp resp;
+    struct rbuf out;                 /* replies not yet handed to the kernel */
+    struct client_write *inflight;   /* the pending uv_write, or NULL */
+    struct client *tprev, *tnext;    /* thread list */
+    struct client *gprev, *gnext;    /* server registry (under registry_lock) */
+    const char *addr;                /* peer "ip:port" (addr_buf), or the thread's unix_addr */
     /* CLIENT LIST figures, written by the owning thread after each batch, read by any thread. */
-    _Atomic size_t qbuf, qbuf_free, rbs, obl, oll, omem, tot_mem;
-    char addr[128];       /* peer "ip:port", or "path:0" for the unix socket */
-    char laddr[110];      /* local "ip:port" or the socket path */
+    _Atomic size_t qbuf, qbuf_free, rbs, obl, omem, tot_mem;
     int fd;
-    struct client *tprev, *tnext; /* thread list */
-    struct client *gprev, *gnext; /* server registry (under registry_lock) */
+    unsigned char state;             /* enum client_state */
+    unsigned char reading;           /* uv_read_start is in effect */
+    unsigned char is_unix;
+    _Atomic unsigned char kill;      /* set by CLIENT KILL from any thread */
+    char addr_buf[INET6_ADDRSTRLEN + 8];
 };
 
 struct server {
@@ -100,6 +115,9 @@ struct server {
     int tcp_fds[16][CONF_MAX_BIND]; /* per thread, per address: SO_REUSEPORT sockets */
     int ntcp;                       /* addresses bound */
     struct metrics_http *metrics;   /* metrics-port's listener, NULL when off */
+    /* Memory return (server.c maybe_return_memory), thread 0's cron only. */
+    uint64_t trim_freed; /* clients_freed summed at the last malloc_trim */
+    uint64_t trim_ms;    /* loop time of the last malloc_trim */
 };
 
 /* server.c: a client callback ran in this loop turn (busy-poll accounting). */
@@ -119,6 +137,11 @@ struct metrics_http *metrics_http_start(struct cmd_env *env, const int *fds, int
 void metrics_http_stop(struct metrics_http **mp);
 
 /* client.c */
+/* The thread's shared parser and reply buffers: before its first accept, after a CONFIG SET
+ * (limits), after its last close. */
+void client_thread_init(struct io_thread *t);
+void client_thread_config(struct io_thread *t);
+void client_thread_deinit(struct io_thread *t);
 void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix);
 /* Closes the client once its pending replies are written. */
 void client_close_after_flush(struct client *c);

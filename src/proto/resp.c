@@ -1,26 +1,22 @@
-/* resp.c - request parsing: a frame scanner in front of hiredis's redisReader, plus inline
- * commands (resp.h, DESIGN.md "Hot path", SPEC 1 and 7).
+/* resp.c - request parsing: a frame scanner for RESP2 multibulk requests plus inline commands
+ * (resp.h, DESIGN.md "Hot path" and "Connections").
  *
- * Bytes flow through three places:
+ * A connection's bytes live in one of two places, and only between src[head] and src[tail]:
  *
- *   in[head, tail)   received, not yet scanned (a partial header, a partial inline line, or
- *                    pipelined commands the caller has not pulled yet)
- *   hiredis buffer   scanned bytes of the current multibulk command (cmd_fed of them)
- *   arena            the arguments of the last command returned, NUL terminated
+ *   sh->buf   the I/O thread's shared read buffer, lent to a connection that had nothing
+ *             pending for the length of one read and the commands it completes
+ *   r->own    the connection's own buffer, holding what resp_settle copied out of the shared
+ *             buffer: an incomplete command (a slow client, a big argument on its way) or
+ *             commands not pulled yet (paused by the output limit)
  *
- * The scanner exists because hiredis 0.14 has no limits of its own: it would buffer any
- * "$<len>" payload and accept nested arrays, integers and nils. The scanner sees every header
- * first, so limits are enforced before a payload is buffered, and it only hands hiredis bytes it
- * has validated. It also knows where each command ends, so hiredis is given exactly one command
- * at a time (lockstep: one redisReaderGetReply, one reply, per complete command) and inline
- * commands, which hiredis refuses, can sit between multibulk ones in a pipeline.
- *
- * hiredis compacts its buffer inside redisReaderGetReply, so our createString callback copies
- * each argument into the arena rather than keeping pointers into the reader. */
+ * The scanner walks src[pos, tail) and checks every header as it arrives, so limits are enforced
+ * before a payload is buffered. A complete command is contiguous in src[head, pos): its
+ * arguments are pointed at in place (argv into the input, the CR after each payload overwritten
+ * with the NUL the contract promises), so the hot path copies nothing. Inline commands are
+ * unescaped into the shared arena. */
 #include "rlimitd/resp.h"
 #include "rlimitd/util.h"
 
-#include <hiredis/read.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -28,19 +24,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Input buffer size for a new connection: a read of 16 small pipelined commands fits many times
- * over, and most connections never need more. */
-#define IN_INIT (16 * 1024)
 /* "*<n>\r\n" and "$<len>\r\n" are at most 1 + 20 + 2 bytes for any int64; a header that has not
  * ended after this many bytes is garbage, not a slow client. */
 #define HDR_MAX 32
-/* Arena and argv sizes for a new connection, and how big they may stay between commands. A
- * command with larger arguments grows them; the next resp_next gives the excess back, so one big
- * SET does not pin its size to the connection forever while normal traffic never reallocates. */
+/* Shared arena and argv sizes, and how big they may stay between commands: a command with
+ * larger arguments grows them, the next resp_next gives the excess back. */
 #define ARENA_INIT 4096
 #define ARENA_KEEP (128 * 1024)
 #define ARGV_INIT 16
 #define ARGV_KEEP 4096
+/* Pending bytes up to this size go back into the shared buffer for the next read (one small
+ * copy) instead of the connection's own buffer growing read by read. */
+#define SHARE_BACK (RESP_READ_SIZE / 4)
+/* Smallest own buffer: a partial header or short command fits without regrowing. */
+#define OWN_MIN 128
 
 enum scan_state {
     SCAN_IDLE,      /* between commands: the next byte decides inline or multibulk */
@@ -55,37 +52,7 @@ enum step {
     STEP_MORE,  /* needs bytes that have not arrived */
     STEP_DONE,  /* a command is complete */
     STEP_EMPTY, /* an empty command (*0, *-1, blank line) was consumed: go on */
-    STEP_ERR,   /* protocol error, r->err says what */
-};
-
-struct resp {
-    struct resp_limits lim;
-
-    char *in;
-    size_t in_cap;
-    size_t head; /* first unscanned byte */
-    size_t tail; /* end of received bytes */
-
-    enum scan_state st;
-    size_t nargs;       /* elements the current multibulk declared */
-    size_t idx;         /* element being scanned */
-    size_t bulk_left;   /* payload bytes of element idx not yet scanned */
-    size_t cmd_fed;     /* bytes of the current multibulk already given to hiredis */
-    size_t cmd_payload; /* sum of its bulk lengths: sizes the arena */
-    size_t line_seen;   /* bytes of a partial inline line already searched for '\n' */
-
-    redisReader *reader;
-
-    char *arena;
-    size_t arena_cap;
-    size_t arena_used;
-    char **argv;
-    size_t *lens;
-    size_t argv_cap;
-    size_t filled; /* arguments the reader callbacks have stored so far */
-
-    int failed;
-    char err[160];
+    STEP_ERR,   /* protocol error, resp_error says what */
 };
 
 static void *xrealloc(void *p, size_t n)
@@ -101,151 +68,140 @@ static void *xrealloc(void *p, size_t n)
 
 static int limits_valid(const struct resp_limits *lim)
 {
-    /* max_args reaches hiredis's createArray as an int. */
+    /* max_args is kept in an unsigned and counted in ints by the command layer. */
     return lim != NULL && lim->query_buf > 0 && lim->max_args > 0 && lim->max_args <= INT_MAX;
 }
 
 __attribute__((format(printf, 2, 3))) static enum step fail(struct resp *r, const char *fmt, ...)
 {
+    char msg[160];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(r->err, sizeof(r->err), fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    r->failed = 1;
+    if (r->err == NULL) {
+        size_t n = strlen(msg) + 1;
+        r->err = xrealloc(NULL, n);
+        memcpy(r->err, msg, n);
+    }
     return STEP_ERR;
 }
 
 /* Grow paths are out of line; the hot path only compares (ensure_arena, ensure_argv). */
-static void grow_arena(struct resp *r, size_t need)
+static void grow_arena(struct resp_shared *sh, size_t need)
 {
-    size_t cap = r->arena_cap ? r->arena_cap : ARENA_INIT;
+    size_t cap = sh->arena_cap ? sh->arena_cap : ARENA_INIT;
     while (cap < need)
         cap *= 2;
-    r->arena = xrealloc(r->arena, cap);
-    r->arena_cap = cap;
+    sh->arena = xrealloc(sh->arena, cap);
+    sh->arena_cap = cap;
 }
 
-static void grow_argv(struct resp *r, size_t need)
+static void grow_argv(struct resp_shared *sh, size_t need)
 {
-    size_t cap = r->argv_cap ? r->argv_cap : ARGV_INIT;
+    size_t cap = sh->argv_cap ? sh->argv_cap : ARGV_INIT;
     while (cap < need)
         cap *= 2;
-    r->argv = xrealloc(r->argv, cap * sizeof(*r->argv));
-    r->lens = xrealloc(r->lens, cap * sizeof(*r->lens));
-    r->argv_cap = cap;
+    sh->argv = xrealloc(sh->argv, cap * sizeof(*sh->argv));
+    sh->lens = xrealloc(sh->lens, cap * sizeof(*sh->lens));
+    sh->argv_cap = cap;
 }
 
-static inline void ensure_arena(struct resp *r, size_t need)
+static inline void ensure_arena(struct resp_shared *sh, size_t need)
 {
-    if (r->arena_cap < need)
-        grow_arena(r, need);
+    if (sh->arena_cap < need)
+        grow_arena(sh, need);
 }
 
-static inline void ensure_argv(struct resp *r, size_t need)
+static inline void ensure_argv(struct resp_shared *sh, size_t need)
 {
-    if (r->argv_cap < need)
-        grow_argv(r, need);
+    if (sh->argv_cap < need)
+        grow_argv(sh, need);
 }
 
 /* Called when the previous command's arguments are no longer borrowed. */
-static void trim_arena(struct resp *r)
+static void trim_shared(struct resp_shared *sh)
 {
-    if (r->arena_cap > ARENA_KEEP) {
-        r->arena = xrealloc(r->arena, ARENA_KEEP);
-        r->arena_cap = ARENA_KEEP;
+    if (sh->arena_cap > ARENA_KEEP) {
+        sh->arena = xrealloc(sh->arena, ARENA_KEEP);
+        sh->arena_cap = ARENA_KEEP;
     }
-    if (r->argv_cap > ARGV_KEEP) {
-        r->argv = xrealloc(r->argv, ARGV_KEEP * sizeof(*r->argv));
-        r->lens = xrealloc(r->lens, ARGV_KEEP * sizeof(*r->lens));
-        r->argv_cap = ARGV_KEEP;
+    if (sh->argv_cap > ARGV_KEEP) {
+        sh->argv = xrealloc(sh->argv, ARGV_KEEP * sizeof(*sh->argv));
+        sh->lens = xrealloc(sh->lens, ARGV_KEEP * sizeof(*sh->lens));
+        sh->argv_cap = ARGV_KEEP;
     }
 }
-
-/* ---- hiredis callbacks ---------------------------------------------------------------------
- * The reader only ever sees what the scanner validated: one array of r->nargs bulk strings. The
- * checks below are the second line of defence; a NULL return makes the reader fail, which
- * build_argv reports as a protocol error instead of trusting a reply we did not expect.
- * Returned objects are just r: the arguments live in the arena, nothing is owned. */
-
-static void *on_string(const redisReadTask *task, char *s, size_t len)
-{
-    struct resp *r = task->privdata;
-
-    if (task->type != REDIS_REPLY_STRING || task->parent == NULL || task->parent->parent != NULL ||
-        task->parent->obj != r || task->idx < 0 || (size_t)task->idx != r->filled ||
-        r->filled >= r->nargs || len >= r->arena_cap - r->arena_used)
-        return NULL;
-
-    char *dst = r->arena + r->arena_used;
-    memcpy(dst, s, len);
-    dst[len] = '\0';
-    r->argv[r->filled] = dst;
-    r->lens[r->filled] = len;
-    r->arena_used += len + 1;
-    r->filled++;
-    return r;
-}
-
-static void *on_array(const redisReadTask *task, int elements)
-{
-    struct resp *r = task->privdata;
-
-    if (task->parent != NULL || elements < 0 || (size_t)elements != r->nargs)
-        return NULL;
-    return r;
-}
-
-static void *on_integer(const redisReadTask *task, long long v)
-{
-    (void)task;
-    (void)v;
-    return NULL;
-}
-
-static void *on_nil(const redisReadTask *task)
-{
-    (void)task;
-    return NULL;
-}
-
-static void on_free(void *obj)
-{
-    (void)obj; /* nothing to free: objects are the struct resp itself */
-}
-
-/* hiredis keeps a pointer to this, so it must outlive every reader. */
-static redisReplyObjectFunctions reader_fns = {
-    .createString = on_string,
-    .createArray = on_array,
-    .createInteger = on_integer,
-    .createNil = on_nil,
-    .freeObject = on_free,
-};
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
+
+void resp_shared_init(struct resp_shared *sh, const struct resp_limits *lim)
+{
+    if (!limits_valid(lim))
+        abort();
+    memset(sh, 0, sizeof(*sh));
+    sh->lim = *lim;
+    sh->cap = RESP_READ_SIZE;
+    sh->buf = xrealloc(NULL, sh->cap);
+    ensure_arena(sh, ARENA_INIT);
+    ensure_argv(sh, ARGV_INIT);
+}
+
+void resp_shared_deinit(struct resp_shared *sh)
+{
+    free(sh->buf);
+    free(sh->arena);
+    free(sh->argv);
+    free(sh->lens);
+    memset(sh, 0, sizeof(*sh));
+}
+
+void resp_shared_set_limits(struct resp_shared *sh, const struct resp_limits *lim)
+{
+    /* conf.c validates ranges; ignoring a bad set here would hide that bug. */
+    if (!limits_valid(lim))
+        abort();
+    sh->lim = *lim;
+}
+
+size_t resp_shared_memory(const struct resp_shared *sh)
+{
+    return sh->cap + sh->arena_cap + sh->argv_cap * (sizeof(char *) + sizeof(size_t));
+}
+
+void resp_init(struct resp *r, struct resp_shared *sh)
+{
+    memset(r, 0, sizeof(*r));
+    r->sh = sh;
+    r->st = SCAN_IDLE;
+}
+
+void resp_deinit(struct resp *r)
+{
+    if (r->sh != NULL && r->sh->lent_to == r)
+        r->sh->lent_to = NULL;
+    free(r->own);
+    free(r->err);
+    r->own = r->src = r->err = NULL;
+    r->own_cap = r->head = r->pos = r->tail = 0;
+}
+
+/* A resp_create parser: the shared part right behind it, in one allocation. */
+struct resp_alone {
+    struct resp r;
+    struct resp_shared sh;
+};
 
 struct resp *resp_create(const struct resp_limits *lim)
 {
     if (!limits_valid(lim))
         return NULL;
-
-    struct resp *r = xrealloc(NULL, sizeof(*r));
-    memset(r, 0, sizeof(*r));
-    r->lim = *lim;
-    r->in_cap = lim->query_buf < IN_INIT ? lim->query_buf : IN_INIT;
-    r->in = xrealloc(NULL, r->in_cap);
-    r->st = SCAN_IDLE;
-    ensure_arena(r, ARENA_INIT);
-    ensure_argv(r, ARGV_INIT);
-
-    r->reader = redisReaderCreateWithFunctions(&reader_fns);
-    if (r->reader == NULL) {
-        fprintf(stderr, "rlimitd: out of memory creating a request reader\n");
-        abort();
-    }
-    r->reader->privdata = r; /* copied into every read task */
-    return r;
+    struct resp_alone *a = xrealloc(NULL, sizeof(*a));
+    resp_shared_init(&a->sh, lim);
+    resp_init(&a->r, &a->sh);
+    a->r.alone = 1;
+    return &a->r;
 }
 
 void resp_destroy(struct resp **rp)
@@ -254,82 +210,138 @@ void resp_destroy(struct resp **rp)
 
     if (r == NULL)
         return;
-    redisReaderFree(r->reader);
-    free(r->in);
-    free(r->arena);
-    free(r->argv);
-    free(r->lens);
-    free(r);
+    struct resp_alone *a = (struct resp_alone *)r; /* r is its first member */
+    resp_deinit(&a->r);
+    resp_shared_deinit(&a->sh);
+    free(a);
     *rp = NULL;
 }
 
 void resp_set_limits(struct resp *r, const struct resp_limits *lim)
 {
-    /* conf.c validates ranges; ignoring a bad set here would hide that bug. */
-    if (!limits_valid(lim))
-        abort();
-    r->lim = *lim;
+    resp_shared_set_limits(r->sh, lim);
 }
 
 /* ---- input buffer --------------------------------------------------------------------------- */
 
 size_t resp_capacity(const struct resp *r)
 {
-    return r->in_cap;
-}
-
-size_t resp_memory(const struct resp *r)
-{
-    return sizeof(*r) + r->in_cap + r->arena_cap +
-           r->argv_cap * (sizeof(char *) + sizeof(size_t) + sizeof(size_t));
+    return r->own_cap;
 }
 
 size_t resp_buffered(const struct resp *r)
 {
-    return (r->tail - r->head) + r->cmd_fed;
+    return r->tail - r->head;
+}
+
+static int is_lent(const struct resp *r)
+{
+    return r->src != NULL && r->src == r->sh->buf;
+}
+
+/* Moves [head, tail) to the start of dst (which may be src itself) and rebases the offsets. */
+static void move_pending(struct resp *r, char *dst)
+{
+    size_t n = r->tail - r->head;
+
+    if (n > 0 && (dst != r->src || r->head > 0))
+        memmove(dst, r->src + r->head, n);
+    r->pos -= r->head;
+    r->tail = n;
+    r->head = 0;
+    r->src = dst;
+}
+
+static void drop_own(struct resp *r)
+{
+    free(r->own);
+    r->own = NULL;
+    r->own_cap = 0;
+}
+
+void resp_settle(struct resp *r)
+{
+    size_t n = r->tail - r->head;
+
+    if (is_lent(r)) {
+        r->sh->lent_to = NULL;
+        if (n == 0) {
+            r->src = NULL;
+            r->head = r->pos = r->tail = 0;
+            return;
+        }
+        /* The incomplete tail: the only bytes the hot path ever copies. */
+        size_t cap = OWN_MIN;
+        while (cap < n)
+            cap *= 2;
+        if (r->own_cap != cap) {
+            r->own = xrealloc(r->own, cap);
+            r->own_cap = cap;
+        }
+        move_pending(r, r->own);
+        return;
+    }
+    if (r->own != NULL && n == 0) {
+        drop_own(r);
+        r->src = NULL;
+        r->head = r->pos = r->tail = 0;
+    }
 }
 
 void resp_input_space(struct resp *r, char **buf, size_t *len)
 {
-    size_t unscanned = r->tail - r->head;
-    size_t held = unscanned + r->cmd_fed;
-    size_t room = held < r->lim.query_buf ? r->lim.query_buf - held : 0;
+    struct resp_shared *sh = r->sh;
 
-    /* Scanned bytes are gone (hiredis or skipped); what is left is usually a partial header. */
-    if (r->head > 0) {
-        memmove(r->in, r->in + r->head, unscanned);
-        r->head = 0;
-        r->tail = unscanned;
+    if (is_lent(r))
+        resp_settle(r);
+    if (sh->lent_to != NULL && sh->lent_to != r)
+        abort(); /* the shared buffer holds another connection's batch that was not settled */
+
+    size_t held = r->tail - r->head;
+    size_t room = held < sh->lim.query_buf ? sh->lim.query_buf - held : 0;
+
+    if (held <= SHARE_BACK) {
+        /* Nothing or little pending: read into the shared buffer, behind the pending bytes. */
+        if (held > 0)
+            move_pending(r, sh->buf);
+        else
+            r->head = r->pos = r->tail = 0;
+        drop_own(r);
+        r->src = sh->buf;
+        sh->lent_to = r;
+        size_t avail = sh->cap - held;
+        *buf = sh->buf + held;
+        *len = avail < room ? avail : room;
+        return;
     }
-    /* Only a long inline line or an unpulled pipeline grows the buffer; once it has been
-     * consumed, give the memory back. */
-    if (unscanned == 0 && r->in_cap > IN_INIT) {
-        r->in = xrealloc(r->in, IN_INIT);
-        r->in_cap = IN_INIT;
-    }
-    size_t avail = r->in_cap - r->tail;
-    if (avail < room && avail < r->in_cap / 2) {
-        size_t cap = r->in_cap * 2;
+    /* A big command on its way: it grows in the connection's own buffer, up to the limit. */
+    move_pending(r, r->own);
+    size_t avail = r->own_cap - r->tail;
+    if (avail < room && avail < r->own_cap / 2) {
+        size_t cap = r->own_cap * 2;
         if (cap > r->tail + room)
             cap = r->tail + room; /* never more than the query buffer limit lets us use */
-        r->in = xrealloc(r->in, cap);
-        r->in_cap = cap;
+        r->own = xrealloc(r->own, cap);
+        r->own_cap = cap;
+        r->src = r->own;
         avail = cap - r->tail;
     }
-    *buf = r->in + r->tail;
+    *buf = r->src + r->tail;
     *len = avail < room ? avail : room;
 }
 
 void resp_input_commit(struct resp *r, size_t n)
 {
-    if (n > r->in_cap - r->tail)
+    size_t cap = is_lent(r) ? r->sh->cap : r->own_cap;
+
+    if (r->src == NULL || n > cap - r->tail)
         abort(); /* the caller wrote past the space it was given */
     r->tail += n;
 }
 
 const char *resp_error(const struct resp *r)
 {
-    return r->failed ? r->err : "";
+    return r->err != NULL ? r->err : "";
 }
 
 /* ---- frame scanner -------------------------------------------------------------------------- */
@@ -392,7 +404,7 @@ static enum step fail_not_bulk(struct resp *r, unsigned char c)
 
 static enum step fail_query_buf(struct resp *r)
 {
-    return fail(r, "query buffer limit exceeded (client-query-buffer-limit %zu)", r->lim.query_buf);
+    return fail(r, "query buffer limit exceeded (client-query-buffer-limit %zu)", r->sh->lim.query_buf);
 }
 
 /* Whether an element with a hl-byte header and a len-byte payload still fits in the query
@@ -400,25 +412,23 @@ static enum step fail_query_buf(struct resp *r)
  * accepted (SPEC 7). Written as subtractions so a huge len cannot wrap. */
 static int element_fits(const struct resp *r, size_t so_far, size_t hl, uint64_t len)
 {
-    size_t limit = r->lim.query_buf;
+    size_t limit = r->sh->lim.query_buf;
 
     return so_far <= limit && hl + 2 <= limit - so_far && len <= limit - so_far - hl - 2;
 }
 
-/* Advances over in[head, tail) for the current multibulk command. Bytes scanned are handed to
- * the reader and dropped from our buffer on return (except for an empty command, which hiredis
- * must never see: it would produce a reply we do not pull, breaking the lockstep). */
+/* Advances over src[pos, tail) for the current multibulk command. */
 static enum step scan(struct resp *r)
 {
-    const char *start = r->in + r->head;
-    const char *p = start;
-    const char *end = r->in + r->tail;
+    const struct resp_limits *lim = &r->sh->lim;
+    const char *p = r->src + r->pos;
+    const char *end = r->src + r->tail;
     enum step rc = STEP_MORE;
     int64_t v;
     size_t hl;
 
     for (;;) {
-        switch (r->st) {
+        switch ((enum scan_state)r->st) {
         case SCAN_IDLE:
             abort(); /* resp_next moves to SCAN_COUNT first */
         case SCAN_COUNT:
@@ -434,14 +444,14 @@ static enum step scan(struct resp *r)
             }
             if (v <= 0) {
                 /* Redis treats *0 and *-1 (any n <= 0) as an empty request and ignores it. */
-                r->head += hl;
+                r->head = r->pos = (size_t)(p + hl - r->src);
                 r->st = SCAN_IDLE;
                 return STEP_EMPTY;
             }
-            if ((uint64_t)v > r->lim.max_args)
+            if ((uint64_t)v > lim->max_args)
                 return fail(r, "multibulk length %lld exceeds proto-max-args %zu", (long long)v,
-                            r->lim.max_args);
-            r->nargs = (size_t)v;
+                            lim->max_args);
+            r->nargs = (unsigned)v;
             p += hl;
             r->st = SCAN_BULK_HDR;
             break;
@@ -462,14 +472,13 @@ static enum step scan(struct resp *r)
             }
             if (v < 0)
                 return fail(r, "invalid bulk length");
-            if ((uint64_t)v > r->lim.max_bulk)
+            if ((uint64_t)v > lim->max_bulk)
                 return fail(r, "bulk length %lld exceeds proto-max-bulk-len %zu", (long long)v,
-                            r->lim.max_bulk);
-            if (!element_fits(r, r->cmd_fed + (size_t)(p - start), hl, (uint64_t)v))
+                            lim->max_bulk);
+            if (!element_fits(r, (size_t)(p - (r->src + r->head)), hl, (uint64_t)v))
                 return fail_query_buf(r);
             p += hl;
             r->bulk_left = (size_t)v;
-            r->cmd_payload += (size_t)v;
             r->st = SCAN_BULK_DATA;
             /* fall through */
         case SCAN_BULK_DATA: {
@@ -503,79 +512,87 @@ static enum step scan(struct resp *r)
     }
 
 out:
-    if (p > start) {
-        if (redisReaderFeed(r->reader, start, (size_t)(p - start)) != REDIS_OK) {
-            /* Feeding only fails on allocation failure (we never leave the reader in error). */
-            fprintf(stderr, "rlimitd: request reader failed: %s\n", r->reader->errstr);
-            abort();
-        }
-        r->cmd_fed += (size_t)(p - start);
-        r->head += (size_t)(p - start);
-    }
+    r->pos = (size_t)(p - r->src);
     return rc;
 }
 
-/* The scanner says the command hiredis holds is complete: size the arena from the scanner's
- * totals, then let hiredis deliver it through the callbacks, exactly one reply. */
-static enum step build_argv(struct resp *r)
+/* The number of a header the scanner has already validated. */
+static size_t header_value(const char **pp)
 {
-    void *reply = NULL;
+    const char *p = *pp + 1;
+    size_t v = 0;
 
-    ensure_argv(r, r->nargs);
-    ensure_arena(r, r->cmd_payload + r->nargs);
-    r->arena_used = 0;
-    r->filled = 0;
+    while (*p != '\r')
+        v = v * 10 + (size_t)(*p++ - '0');
+    *pp = p + 2;
+    return v;
+}
 
-    int rc = redisReaderGetReply(r->reader, &reply);
-    if (rc != REDIS_OK || reply != r || r->filled != r->nargs)
-        return fail(r, "request reader out of sync with the frame scanner (%s)",
-                    rc != REDIS_OK ? r->reader->errstr : "no reply");
-    return STEP_DONE;
+/* The scanner found src[head, pos) to be one complete, valid command: point the shared argv at
+ * its payloads and NUL-terminate each over its CR. */
+static void build_argv(struct resp *r)
+{
+    struct resp_shared *sh = r->sh;
+    const char *p = r->src + r->head;
+
+    ensure_argv(sh, r->nargs);
+    header_value(&p); /* "*<n>\r\n": n is r->nargs */
+    for (unsigned i = 0; i < r->nargs; i++) {
+        size_t len = header_value(&p);
+        char *arg = r->src + (p - r->src);
+        arg[len] = '\0';
+        sh->argv[i] = arg;
+        sh->lens[i] = len;
+        p += len + 2;
+    }
 }
 
 /* ---- inline commands ------------------------------------------------------------------------ */
 
-/* Splits one inline line into the arena with redis-cli's grammar (util_split_word). Like Redis, a NUL
- * ends the line. Every argument plus its NUL takes no more arena than its source bytes plus one
- * separator, so len + 1 bytes of arena always suffice. */
-static enum step split_inline(struct resp *r, const char *s, size_t len)
+/* Splits one inline line into the arena with redis-cli's grammar (util_split_word). Like Redis,
+ * a NUL ends the line. Every argument plus its NUL takes no more arena than its source bytes plus one
+ * separator, so len + 1 bytes of the shared arena always suffice. */
+static enum step split_inline(struct resp *r, const char *s, size_t len, size_t *argc)
 {
     const char *nul = memchr(s, '\0', len);
     size_t i = 0;
 
     if (nul != NULL)
         len = (size_t)(nul - s);
-    ensure_arena(r, len + 1);
-    r->arena_used = 0;
-    r->filled = 0;
+    struct resp_shared *sh = r->sh;
+    size_t filled = 0, used = 0;
+
+    ensure_arena(sh, len + 1);
 
     for (;;) {
         while (i < len && util_is_space((unsigned char)s[i]))
             i++;
-        if (i == len)
-            return r->filled == 0 ? STEP_EMPTY : STEP_DONE;
+        if (i == len) {
+            *argc = filled;
+            return filled == 0 ? STEP_EMPTY : STEP_DONE;
+        }
 
-        if (r->filled == r->lim.max_args)
+        if (filled == sh->lim.max_args)
             return fail(r, "too many arguments in inline request (proto-max-args %zu)",
-                        r->lim.max_args);
-        ensure_argv(r, r->filled + 1);
+                        sh->lim.max_args);
+        ensure_argv(sh, filled + 1);
 
-        char *out = r->arena + r->arena_used;
+        char *out = sh->arena + used;
         long n = util_split_word(s, len, &i, out);
         if (n < 0)
             return fail(r, "unbalanced quotes in request");
         out[n] = '\0';
-        r->argv[r->filled] = out;
-        r->lens[r->filled] = (size_t)n;
-        r->arena_used += (size_t)n + 1;
-        r->filled++;
+        sh->argv[filled] = out;
+        sh->lens[filled] = (size_t)n;
+        used += (size_t)n + 1;
+        filled++;
     }
 }
 
 /* An inline request is one line ending in "\n" (an optional "\r" before it is dropped). */
-static enum step parse_inline(struct resp *r)
+static enum step parse_inline(struct resp *r, size_t *argc)
 {
-    const char *line = r->in + r->head;
+    const char *line = r->src + r->head;
     size_t avail = r->tail - r->head;
     size_t lim = avail < RESP_INLINE_MAX ? avail : RESP_INLINE_MAX;
 
@@ -584,15 +601,16 @@ static enum step parse_inline(struct resp *r)
     if (nl == NULL) {
         if (avail >= RESP_INLINE_MAX)
             return fail(r, "too big inline request");
-        r->line_seen = lim;
+        r->line_seen = (unsigned)lim;
         return STEP_MORE;
     }
     size_t len = (size_t)(nl - line);
     r->head += len + 1;
+    r->pos = r->head;
     r->line_seen = 0;
     if (len > 0 && line[len - 1] == '\r')
         len--;
-    return split_inline(r, line, len);
+    return split_inline(r, line, len, argc);
 }
 
 /* ---- pulling commands ----------------------------------------------------------------------- */
@@ -601,7 +619,7 @@ static enum resp_status need_more(struct resp *r)
 {
     /* No complete command is buffered and resp_input_space has no room left: no read can ever
      * complete one. */
-    if (resp_buffered(r) >= r->lim.query_buf) {
+    if (resp_buffered(r) >= r->sh->lim.query_buf) {
         fail_query_buf(r);
         return RESP_ERROR;
     }
@@ -610,30 +628,34 @@ static enum resp_status need_more(struct resp *r)
 
 enum resp_status resp_next(struct resp *r, struct resp_cmd *cmd)
 {
+    struct resp_shared *sh = r->sh;
     enum step rc;
+    size_t argc = 0;
 
-    if (r->failed)
+    if (r->err != NULL)
         return RESP_ERROR;
-    trim_arena(r);
+    if (is_lent(r) && sh->lent_to != r)
+        abort(); /* another connection read over these bytes: a missing resp_settle */
+    trim_shared(sh);
 
     for (;;) {
         if (r->st == SCAN_IDLE && r->head == r->tail)
             return need_more(r);
-        if (r->st == SCAN_IDLE && r->in[r->head] != '*') {
-            rc = parse_inline(r);
+        if (r->st == SCAN_IDLE && r->src[r->head] != '*') {
+            rc = parse_inline(r, &argc);
         } else {
             if (r->st == SCAN_IDLE) {
                 r->st = SCAN_COUNT;
                 r->nargs = 0;
                 r->idx = 0;
-                r->cmd_fed = 0;
-                r->cmd_payload = 0;
+                r->pos = r->head;
             }
             rc = scan(r);
             if (rc == STEP_DONE) {
                 r->st = SCAN_IDLE;
-                r->cmd_fed = 0; /* hiredis hands the whole command over now */
-                rc = build_argv(r);
+                build_argv(r);
+                argc = r->nargs;
+                r->head = r->pos;
             }
         }
 
@@ -645,9 +667,9 @@ enum resp_status resp_next(struct resp *r, struct resp_cmd *cmd)
         case STEP_ERR:
             return RESP_ERROR;
         case STEP_DONE:
-            cmd->argc = (int)r->filled;
-            cmd->argv = r->argv;
-            cmd->lens = r->lens;
+            cmd->argc = (int)argc;
+            cmd->argv = sh->argv;
+            cmd->lens = sh->lens;
             return RESP_COMMAND;
         }
     }

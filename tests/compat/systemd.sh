@@ -20,7 +20,7 @@ for line in Type=notify StateDirectory=rlimitd RuntimeDirectory=rlimitd DynamicU
     'SystemCallFilter=~@privileged @resources' \
     'SystemCallFilter=sched_setscheduler sched_setattr setpriority' SystemCallErrorNumber=EPERM LimitNICE=+19 \
     CapabilityBoundingSet= MemoryDenyWriteExecute=yes \
-    LimitNOFILE=65536 'ExecReload=/bin/kill -HUP $MAINPID'; do
+    LimitNOFILE=131072 'ExecReload=/bin/kill -HUP $MAINPID'; do
     if grep -Fxq -- "$line" "$UNIT"; then
         ok "unit has $line"
     else

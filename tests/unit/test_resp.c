@@ -1,5 +1,6 @@
-/* test_resp.c - request parsing (resp.h): multibulk via the frame scanner + hiredis, inline
- * commands, pipelines cut at every point, every protocol error and every limit (SPEC 1, 7). */
+/* test_resp.c - request parsing (resp.h): multibulk via the frame scanner, inline commands,
+ * the shared read buffer and the connection's own, pipelines cut at every point, every
+ * protocol error and every limit (SPEC 1, 7). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -742,7 +743,8 @@ Test(resp, set_limits_apply_from_next_header)
     resp_destroy(&r);
 }
 
-/* DESIGN "Hot path": once warm, commands of the same shape reuse the same storage. */
+/* DESIGN "Hot path": once warm, commands of the same shape reuse the same storage, and a
+ * multibulk command's arguments are the bytes read, not a copy. */
 Test(resp, warm_parser_reuses_storage)
 {
     struct resp *r = resp_create(&deflim);
@@ -750,7 +752,7 @@ Test(resp, warm_parser_reuses_storage)
     char *buf;
     size_t len;
     char **argv0 = NULL;
-    char *arg0 = NULL;
+    char *inline_arg0 = NULL;
 
     for (int i = 0; i < 200; i++) {
         const char *in = i % 2 ? "*3\r\n$11\r\nCL.THROTTLE\r\n$3\r\nk:1\r\n$2\r\n15\r\n"
@@ -762,11 +764,123 @@ Test(resp, warm_parser_reuses_storage)
         cr_assert_str_eq(c.argv[0], "CL.THROTTLE");
         if (i == 0) {
             argv0 = c.argv;
-            arg0 = c.argv[0];
+            inline_arg0 = c.argv[0];
         }
         cr_assert_eq(c.argv, argv0);
-        cr_assert_eq(c.argv[0], arg0);
+        if (i % 2)
+            cr_assert_eq(c.argv[0], buf + strlen("*3\r\n$11\r\n"), "parsed in place");
+        else
+            cr_assert_eq(c.argv[0], inline_arg0);
         cr_assert_eq(resp_next(r, &c), RESP_NEED_MORE);
+        cr_assert_eq(resp_capacity(r), 0, "nothing pending: no buffer of its own");
     }
     resp_destroy(&r);
+}
+
+/* Two connections over one shared part, as on an I/O thread: each settles before the other
+ * reads; an incomplete command survives in its own buffer, and that buffer is gone once the
+ * command completes. */
+Test(resp, shared_buffer_between_connections)
+{
+    struct resp_shared sh;
+    struct resp a, b;
+    struct resp_cmd c;
+    char *buf;
+    size_t len;
+
+    resp_shared_init(&sh, &deflim);
+    resp_init(&a, &sh);
+    resp_init(&b, &sh);
+
+    resp_input_space(&a, &buf, &len);
+    cr_assert_eq(buf, sh.buf);
+    memcpy(buf, "*2\r\n$4\r\nECHO\r\n$5\r\nhel", 21);
+    resp_input_commit(&a, 21);
+    cr_assert_eq(resp_next(&a, &c), RESP_NEED_MORE);
+    resp_settle(&a);
+    cr_assert_eq(resp_buffered(&a), 21);
+    cr_assert_geq(resp_capacity(&a), 21);
+
+    resp_input_space(&b, &buf, &len);
+    cr_assert_eq(buf, sh.buf);
+    memcpy(buf, "*1\r\n$4\r\nPING\r\n", 14);
+    resp_input_commit(&b, 14);
+    cr_assert_eq(resp_next(&b, &c), RESP_COMMAND);
+    cr_assert_str_eq(c.argv[0], "PING");
+    cr_assert_eq(resp_next(&b, &c), RESP_NEED_MORE);
+    resp_settle(&b);
+    cr_assert_eq(resp_capacity(&b), 0);
+
+    resp_input_space(&a, &buf, &len);
+    memcpy(buf, "lo\r\n", 4);
+    resp_input_commit(&a, 4);
+    cr_assert_eq(resp_next(&a, &c), RESP_COMMAND);
+    cr_assert_eq(c.argc, 2);
+    cr_assert_str_eq(c.argv[1], "hello");
+    cr_assert_eq(resp_next(&a, &c), RESP_NEED_MORE);
+    resp_settle(&a);
+    cr_assert_eq(resp_buffered(&a), 0);
+    cr_assert_eq(resp_capacity(&a), 0);
+
+    resp_deinit(&a);
+    resp_deinit(&b);
+    resp_shared_deinit(&sh);
+}
+
+/* A big argument arriving in pieces: past SHARE_BACK pending bytes it grows in the connection's
+ * own buffer (never past the limit), and the buffer is gone once the command is pulled. Small
+ * pending bytes go back into the shared buffer for the next read instead. */
+Test(resp, big_argument_in_own_buffer_then_freed)
+{
+    struct resp_limits lim = {.query_buf = 1024 * 1024, .max_bulk = 512 * 1024, .max_args = 8};
+    struct resp_shared sh;
+    struct resp r;
+    struct resp_cmd c;
+    char *buf;
+    size_t len;
+    static const char hdr[] = "*2\r\n$4\r\nECHO\r\n$200000\r\n";
+    size_t total = sizeof(hdr) - 1 + 200000 + 2, sent = 0;
+    char *in = malloc(total);
+
+    memcpy(in, hdr, sizeof(hdr) - 1);
+    memset(in + sizeof(hdr) - 1, 'v', 200000);
+    memcpy(in + total - 2, "\r\n", 2);
+    resp_shared_init(&sh, &lim);
+    resp_init(&r, &sh);
+    while (sent < total) {
+        resp_input_space(&r, &buf, &len);
+        cr_assert_gt(len, 0);
+        cr_assert_leq(resp_buffered(&r) + len, lim.query_buf);
+        if (resp_buffered(&r) <= RESP_READ_SIZE / 4)
+            cr_assert_eq(buf, sh.buf + resp_buffered(&r), "few pending bytes: shared buffer");
+        else
+            cr_assert_neq(buf, sh.buf + resp_buffered(&r), "a big command: its own buffer");
+        if (len > 10000)
+            len = 10000; /* a slow sender */
+        if (len > total - sent)
+            len = total - sent;
+        memcpy(buf, in + sent, len);
+        resp_input_commit(&r, len);
+        sent += len;
+        enum resp_status st = resp_next(&r, &c);
+        if (sent < total) {
+            cr_assert_eq(st, RESP_NEED_MORE);
+            resp_settle(&r);
+            cr_assert_eq(resp_buffered(&r), sent);
+            cr_assert_geq(resp_capacity(&r), sent);
+            cr_assert_leq(resp_capacity(&r), 4 * sent + 128, "doubling: under 4x what is held");
+        } else {
+            cr_assert_eq(st, RESP_COMMAND, "%s", resp_error(&r));
+            cr_assert_eq(c.lens[1], 200000);
+            cr_assert_eq(c.argv[1][0], 'v');
+            cr_assert_eq(c.argv[1][200000], '\0');
+        }
+    }
+    cr_assert_eq(resp_next(&r, &c), RESP_NEED_MORE);
+    resp_settle(&r);
+    cr_assert_eq(resp_capacity(&r), 0);
+    cr_assert_eq(resp_buffered(&r), 0);
+    resp_deinit(&r);
+    resp_shared_deinit(&sh);
+    free(in);
 }
