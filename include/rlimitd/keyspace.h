@@ -13,6 +13,7 @@
 
 #include "rlimitd/gcra.h"
 #include "rlimitd/gcra_redis.h"
+#include "rlimitd/hashval.h"
 
 struct keyspace;
 
@@ -29,6 +30,7 @@ enum ks_type {
     KS_INT,      /* a string that is a canonical int64 (counters) */
     KS_RAW,      /* any other string */
     KS_SWLOG,    /* ISALLOWED window log; TYPE says "zset" */
+    KS_HASH = 6, /* a hash (hashval.h); 5 is the sorted set's */
 };
 
 /* Results of the typed operations (negative = error). */
@@ -112,6 +114,29 @@ int ks_set(struct keyspace *ks, const struct ks_key *key, int64_t now, const cha
 int ks_incrby(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t delta,
               int64_t *out);
 
+/* ---- hashes (docs/COMMANDS.md "Hashes") ---- */
+
+#define KS_H_READ 0   /* h is NULL if the key is absent */
+#define KS_H_WRITE 1  /* the same, for a handler that may change or empty the hash */
+#define KS_H_CREATE 2 /* a write that may add fields: an absent key gets an empty hash, stored by
+                       * ks_hash_close only if it then holds fields; refused over maxmemory */
+
+/* An open hash: the handler reads and changes *h through hv_* (which may move it), then closes. */
+struct ks_href {
+    struct hashval *h;
+    int64_t slot; /* the entry's slot, -1 for a hash not stored yet */
+    size_t bytes; /* hv_bytes when opened */
+};
+
+/* Opens the hash at key (its shard locked). Returns KS_OK, KS_WRONGTYPE (another type: nothing
+ * opened), or KS_OOM (KS_H_CREATE on an absent key over maxmemory). Every KS_OK open of a write
+ * mode must be closed with ks_hash_close before any other call on that shard. */
+int ks_hash_open(struct keyspace *ks, const struct ks_key *key, int64_t now, int mode,
+                 struct ks_href *r);
+/* Stores the (possibly moved) hash back and accounts its memory; an emptied hash deletes the
+ * key, a new one is created. changed: whether the handler wrote (WATCH sees it). */
+void ks_hash_close(struct keyspace *ks, const struct ks_key *key, struct ks_href *r, int changed);
+
 /* ---- generic key commands ---- */
 
 /* 1 if deleted, 0 if absent. */
@@ -185,6 +210,7 @@ struct ks_record {
     const char *p;           /* KS_RAW: the bytes */
     size_t len;
     const struct swlog *log; /* KS_SWLOG (dump only) */
+    const struct hashval *hv; /* KS_HASH (dump and restore: read only; restore copies it) */
     const int64_t *ts;       /* KS_SWLOG (restore only): timestamps, oldest first */
     uint32_t nts;
 };
@@ -229,7 +255,7 @@ int ks_bulk_begin(struct keyspace *ks);
 int ks_bulk_add(struct keyspace *ks, const struct ks_record *r, int64_t now);
 void ks_bulk_end(struct keyspace *ks);
 
-/* Type names as TYPE and SCAN TYPE use them: "none", "string", "zset". */
+/* Type names as TYPE and SCAN TYPE use them: "none", "string", "zset", "hash". */
 const char *ks_type_name(enum ks_type t);
 
 #endif

@@ -34,7 +34,7 @@ struct snap_info {
     uint32_t version;
     int64_t created_ns;
     uint64_t records;              /* in the file */
-    uint64_t by_type[KS_SWLOG + 1]; /* records per enum ks_type */
+    uint64_t by_type[KS_HASH + 1]; /* records per enum ks_type */
     uint64_t timestamps;           /* window-log attempts in the file */
     uint64_t bytes;                /* file size */
 };

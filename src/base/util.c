@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,6 +118,47 @@ int util_eq_nocase(const char *s, size_t len, const char *lit)
             return 0;
     }
     return lit[len] == '\0';
+}
+
+/* Redis's string2ld: strtold over the whole text (at most 5119 bytes), no leading space, no NaN,
+ * no overflow to infinity or underflow to zero. A NUL inside ends the text (Redis copies the
+ * bytes into a C string too). Returns 0, or -1. */
+int util_parse_ld(const char *s, size_t len, long double *out)
+{
+    char buf[UTIL_LD_MAX_CHARS];
+    if (len == 0 || len >= sizeof(buf))
+        return -1;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    errno = 0;
+    char *end;
+    long double v = strtold(buf, &end);
+    if (util_is_space((unsigned char)buf[0]) || *end != '\0' || isnan(v) ||
+        (errno == ERANGE && (isinf(v) || v == 0)))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Redis's "human" long double text: %.17Lf, then trailing zeros of the fraction and a bare '.'
+ * removed, "-0" written as "0". buf has UTIL_LD_MAX_CHARS bytes. Returns the length. */
+size_t util_fmt_ld_human(char *buf, long double v)
+{
+    int n = snprintf(buf, UTIL_LD_MAX_CHARS, "%.17Lf", v);
+    if (n < 0 || n >= UTIL_LD_MAX_CHARS)
+        return 0;
+    size_t l = (size_t)n;
+    if (memchr(buf, '.', l) != NULL) {
+        while (buf[l - 1] == '0')
+            l--;
+        if (buf[l - 1] == '.')
+            l--;
+    }
+    if (l == 2 && buf[0] == '-' && buf[1] == '0') {
+        buf[0] = '0';
+        l = 1;
+    }
+    return l;
 }
 
 /* ---- glob matching ---- */

@@ -367,48 +367,6 @@ static void cmd_append(struct cmd_ctx *x)
     reply_int(x->out, (int64_t)(len + x->lens[2]));
 }
 
-/* Redis's string2ld: strtold over the whole text (at most 5119 bytes), no leading space, no NaN,
- * no overflow to infinity or underflow to zero. A NUL inside ends the text (Redis copies the
- * bytes into a C string too). Returns 0, or -1. */
-#define LD_MAX_CHARS (5 * 1024)
-static int parse_ld(const char *s, size_t len, long double *out)
-{
-    char buf[LD_MAX_CHARS];
-    if (len == 0 || len >= sizeof(buf))
-        return -1;
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    errno = 0;
-    char *end;
-    long double v = strtold(buf, &end);
-    if (util_is_space((unsigned char)buf[0]) || *end != '\0' || isnan(v) ||
-        (errno == ERANGE && (isinf(v) || v == 0)))
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* Redis's "human" long double text: %.17Lf, then trailing zeros of the fraction and a bare '.'
- * removed, "-0" written as "0". buf has LD_MAX_CHARS bytes. Returns the length. */
-static size_t fmt_ld_human(char *buf, long double v)
-{
-    int n = snprintf(buf, LD_MAX_CHARS, "%.17Lf", v);
-    if (n < 0 || n >= LD_MAX_CHARS)
-        return 0;
-    size_t l = (size_t)n;
-    if (memchr(buf, '.', l) != NULL) {
-        while (buf[l - 1] == '0')
-            l--;
-        if (buf[l - 1] == '.')
-            l--;
-    }
-    if (l == 2 && buf[0] == '-' && buf[1] == '0') {
-        buf[0] = '0';
-        l = 1;
-    }
-    return l;
-}
-
 static void cmd_incrbyfloat(struct cmd_ctx *x)
 {
     struct ks_value v;
@@ -422,12 +380,12 @@ static void cmd_incrbyfloat(struct cmd_ctx *x)
             reply_ks_error(x->out, KS_WRONGTYPE);
             return;
         }
-        if (v.type == KS_RAW ? parse_ld(p, len, &cur) != 0 : (cur = (long double)v.i, 0)) {
+        if (v.type == KS_RAW ? util_parse_ld(p, len, &cur) != 0 : (cur = (long double)v.i, 0)) {
             reply_error(x->out, "ERR value is not a valid float");
             return;
         }
     }
-    if (parse_ld(x->argv[2], x->lens[2], &incr) != 0) {
+    if (util_parse_ld(x->argv[2], x->lens[2], &incr) != 0) {
         reply_error(x->out, "ERR value is not a valid float");
         return;
     }
@@ -436,10 +394,10 @@ static void cmd_incrbyfloat(struct cmd_ctx *x)
         reply_error(x->out, "ERR increment would produce NaN or Infinity");
         return;
     }
-    char *out = malloc(LD_MAX_CHARS);
+    char *out = malloc(UTIL_LD_MAX_CHARS);
     if (out == NULL)
         abort();
-    size_t len = fmt_ld_human(out, cur);
+    size_t len = util_fmt_ld_human(out, cur);
     int rc = ks_set(ks, &x->keys[0], x->now, out, len, 0, KS_SET_KEEPTTL);
     if (rc < 0)
         reply_ks_error(x->out, rc);

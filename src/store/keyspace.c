@@ -486,6 +486,7 @@ struct keyspace *ks_create(unsigned shard_bits, const uint8_t seed[16])
     ks->bits = shard_bits;
     ks->nshards = 1u << shard_bits;
     memcpy(ks->seed, seed, 16);
+    hv_set_seed(seed);
     if (posix_memalign((void **)&ks->shards, 64, ks->nshards * sizeof(struct shard)) != 0)
         abort();
     memset(ks->shards, 0, ks->nshards * sizeof(struct shard));
@@ -511,10 +512,16 @@ static uint64_t entry_hash(const struct keyspace *ks, const uint8_t *e)
     return hash_siphash13(e_key(e, klen), klen, ks->seed);
 }
 
-/* Types whose value field points to a heap block of the shard. */
+/* Types whose value field points to a heap block (or structure) of the shard. */
 static int has_blob(enum ks_type t)
 {
-    return t == KS_RAW || t == KS_SWLOG;
+    return t == KS_RAW || t == KS_SWLOG || t == KS_HASH;
+}
+
+/* Bytes a blob accounts for in the shard's memory. */
+static size_t blob_bytes(enum ks_type t, void *p)
+{
+    return t == KS_HASH ? hv_bytes(p) : malloc_usable_size(p);
 }
 
 /* ---- Watched keys ----
@@ -555,7 +562,13 @@ static inline void touch_entry(struct shard *sh, const uint8_t *e)
 static void free_value(struct shard *sh, uint8_t *e)
 {
     enum ks_type t = e_type(e);
-    if (has_blob(t)) {
+    if (t == KS_HASH) {
+        if (e_ptr(e) == NULL) /* moved away by a rename */
+            return;
+        mem_add_n(sh, -(int64_t)hv_bytes(e_ptr(e)));
+        hv_free(e_ptr(e));
+        e_set_ptr(e, NULL);
+    } else if (has_blob(t)) {
         shard_free(sh, e_ptr(e));
         e_set_ptr(e, NULL);
         e[E_FLAGS] &= (uint8_t)~F_CRING;
@@ -1149,6 +1162,9 @@ enum ks_type ks_get(struct keyspace *ks, const struct ks_key *key, int64_t now, 
             v->len = s->len;
             break;
         }
+        case KS_HASH:
+            v->i = (int64_t)hv_count(e_ptr(e));
+            break;
         case KS_SWLOG:
             v->i = (e[E_FLAGS] & F_CRING) ? ((const struct cring *)e_ptr(e))->len
                                           : ((const struct swlog *)e_ptr(e))->len;
@@ -1312,8 +1328,9 @@ int ks_rename(struct keyspace *ks, const struct ks_key *src, const struct ks_key
     memcpy(val, e, sizeof(val));
     if (has_blob(t)) {
         void *blob = e_ptr(e);
-        mem_add(ss, blob, -1);
-        mem_add(ds, blob, 1);
+        int64_t bytes = (int64_t)blob_bytes(t, blob);
+        mem_add_n(ss, -bytes);
+        mem_add_n(ds, bytes);
         e_set_ptr(e, NULL); /* not freed with the old entry */
     }
     remove_slot(ks, ss, (uint64_t)i);
@@ -1380,6 +1397,55 @@ void ks_watch_release(struct keyspace *ks, struct ks_watch *w)
         pp = &(*pp)->next;
     *pp = w->next;
     shard_free(sh, w);
+}
+
+int ks_hash_open(struct keyspace *ks, const struct ks_key *key, int64_t now, int mode,
+                 struct ks_href *r)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    r->slot = i;
+    r->h = NULL;
+    r->bytes = 0;
+    if (i >= 0) {
+        uint8_t *e = slot_entry(sh, (uint64_t)i);
+        if (e_type(e) != KS_HASH)
+            return KS_WRONGTYPE;
+        r->h = e_ptr(e);
+        r->bytes = hv_bytes(r->h);
+    } else if (mode == KS_H_CREATE) {
+        if (over_maxmemory(ks))
+            return KS_OOM;
+        r->h = hv_new();
+    }
+    return KS_OK;
+}
+
+void ks_hash_close(struct keyspace *ks, const struct ks_key *key, struct ks_href *r, int changed)
+{
+    struct shard *sh = shard_of(ks, key);
+    if (r->slot < 0) {
+        if (r->h == NULL)
+            return;
+        if (hv_count(r->h) == 0) {
+            hv_free(r->h);
+        } else {
+            uint64_t i = insert(ks, sh, key, KS_HASH, 0);
+            e_set_ptr(slot_entry(sh, i), r->h);
+            mem_add_n(sh, (int64_t)hv_bytes(r->h));
+        }
+    } else {
+        uint8_t *e = slot_entry(sh, (uint64_t)r->slot);
+        e_set_ptr(e, r->h);
+        mem_add_n(sh, (int64_t)hv_bytes(r->h) - (int64_t)r->bytes);
+        if (hv_count(r->h) == 0) {
+            remove_slot(ks, sh, (uint64_t)r->slot);
+            maybe_shrink(ks, sh);
+        } else if (changed) {
+            touch_entry(sh, e);
+        }
+    }
+    r->h = NULL;
 }
 
 static uint64_t rev64(uint64_t v)
@@ -1541,6 +1607,8 @@ int ks_dump_slice(struct keyspace *ks, unsigned shard, int64_t now, uint64_t max
             const struct rawstr *str = e_ptr(e);
             r.p = str->data;
             r.len = str->len;
+        } else if (r.type == KS_HASH) {
+            r.hv = e_ptr(e);
         } else {
             r.log = (e[E_FLAGS] & F_CRING) ? cring_load(e_ptr(e), &logbuf) : e_ptr(e);
         }
@@ -1593,6 +1661,8 @@ void ks_reserve(struct keyspace *ks, uint64_t n)
 /* What ks_restore refuses: an unknown type, a window log with no or unsorted timestamps. */
 static int record_invalid(const struct ks_record *r)
 {
+    if (r->type == KS_HASH)
+        return r->hv == NULL || hv_count(r->hv) == 0;
     if (r->type < KS_GCRA || r->type > KS_SWLOG)
         return 1;
     if (r->type == KS_SWLOG) {
@@ -1631,6 +1701,12 @@ static void set_restored_value(struct shard *sh, uint8_t *e, const struct ks_rec
         str->len = r->len;
         memcpy(str->data, r->p, r->len);
         e_set_ptr(e, str);
+        break;
+    }
+    case KS_HASH: {
+        struct hashval *h = hv_clone(r->hv);
+        e_set_ptr(e, h);
+        mem_add_n(sh, (int64_t)hv_bytes(h));
         break;
     }
     default:
@@ -1884,6 +1960,8 @@ const char *ks_type_name(enum ks_type t)
         return "none";
     case KS_SWLOG:
         return "zset";
+    case KS_HASH:
+        return "hash";
     default:
         return "string";
     }
