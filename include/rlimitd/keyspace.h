@@ -29,8 +29,9 @@ enum ks_type {
     KS_GCRA,     /* CL.THROTTLE state: the TAT; TYPE says "string" */
     KS_INT,      /* a string that is a canonical int64 (counters) */
     KS_RAW,      /* any other string */
-    KS_SWLOG,    /* ISALLOWED window log; TYPE says "zset" */
-    KS_HASH = 6, /* a hash (hashval.h); 5 is the sorted set's */
+    KS_SWLOG,    /* ISALLOWED window log; TYPE says "zset", Z reads see it as one */
+    KS_ZSET,     /* a sorted set (zset.h) */
+    KS_HASH,     /* a hash (hashval.h) */
 };
 
 /* Results of the typed operations (negative = error). */
@@ -80,7 +81,11 @@ int ks_gcra_redis_apply(struct keyspace *ks, const struct ks_key *key, int64_t n
 /* One ISALLOWED on key: records an attempt at now (ms) in the window log, sets *allowed, and
  * expires the key period_ms after the newest attempt. If in_window is not NULL and the attempt
  * was allowed, *in_window is the number of attempts now in the window, this one included.
- * Returns KS_OK, KS_WRONGTYPE, KS_OOM. */
+ * Returns KS_OK, KS_WRONGTYPE, KS_OOM.
+ * On an ordinary sorted set (KS_ZSET) the same recipe runs on the set itself: members with a
+ * score at or before now - period are removed, the attempt is added as member
+ * ks_swlog_member(now) with score now, allowed if the set then holds at most max_count members,
+ * the lowest ranks beyond max_count + 1 are dropped, and the key expires period after now. */
 int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t period_ms,
                    int64_t max_count, int *allowed, int64_t *in_window);
 
@@ -136,6 +141,42 @@ int ks_hash_open(struct keyspace *ks, const struct ks_key *key, int64_t now, int
 /* Stores the (possibly moved) hash back and accounts its memory; an emptied hash deletes the
  * key, a new one is created. changed: whether the handler wrote (WATCH sees it). */
 void ks_hash_close(struct keyspace *ks, const struct ks_key *key, struct ks_href *r, int changed);
+
+/* ---- sorted sets (docs/COMMANDS.md "Sorted sets") ---- */
+
+struct zset;
+
+#define KS_Z_READ 0   /* a read: a window log is shown as a temporary sorted set */
+#define KS_Z_WRITE 1  /* a write that only removes: a window log is converted to a sorted set */
+#define KS_Z_CREATE 2 /* a write that may add: refused over maxmemory (KS_OOM) as Redis refuses
+                       * its deny-oom commands; an absent key gets an empty set, stored by
+                       * ks_zset_close only if it is no longer empty */
+
+/* An open sorted set. z is NULL when the key is absent (KS_Z_READ, KS_Z_WRITE). The handler
+ * may read *z and, for the write modes, change it through zs_* calls (which may move it);
+ * the rest is the keyspace's. */
+struct ks_zref {
+    struct zset *z;
+    int64_t slot;  /* the entry's slot, -1 for a set not stored yet */
+    size_t bytes;  /* zs_bytes when opened */
+    int mode;
+    int temp;      /* a window log's temporary view: freed by close */
+};
+
+/* Opens key as a sorted set. The size and member-length hints are for a set created here (see
+ * zs_new). Returns KS_OK, KS_WRONGTYPE (a string or GCRA state), or KS_OOM. Every successful
+ * open must be closed before the shard lock is released, with no other key touched between. */
+int ks_zset_open(struct keyspace *ks, const struct ks_key *key, int64_t now, int mode,
+                 size_t size_hint, size_t member_hint, struct ks_zref *ref);
+/* Stores the (possibly moved) set back, accounts its memory, and deletes the key if the set
+ * became empty (Redis never keeps an empty sorted set). */
+void ks_zset_close(struct keyspace *ks, const struct ks_key *key, struct ks_zref *ref);
+
+/* Members of window logs as sorted sets: the attempt's millisecond time in decimal; the k-th
+ * further attempt in the same millisecond gets "-k" appended ("1700000000123",
+ * "1700000000123-1", ...). Writes the member of the attempt at ms that has `dup` attempts of the
+ * same ms before it into buf (>= 48 bytes) and returns its length. */
+size_t ks_swlog_member(char *buf, int64_t ms, uint32_t dup);
 
 /* ---- generic key commands ---- */
 
@@ -213,6 +254,7 @@ struct ks_record {
     const struct hashval *hv; /* KS_HASH (dump and restore: read only; restore copies it) */
     const int64_t *ts;       /* KS_SWLOG (restore only): timestamps, oldest first */
     uint32_t nts;
+    const struct zset *zs;   /* KS_ZSET (dump and restore; restore copies it) */
 };
 
 /* Calls cb for every entry of the shard that is live at now (caller holds the shard lock).
@@ -255,7 +297,8 @@ int ks_bulk_begin(struct keyspace *ks);
 int ks_bulk_add(struct keyspace *ks, const struct ks_record *r, int64_t now);
 void ks_bulk_end(struct keyspace *ks);
 
-/* Type names as TYPE and SCAN TYPE use them: "none", "string", "zset", "hash". */
+/* Type names as TYPE and SCAN TYPE use them: "none", "string", "zset" (window logs too),
+ * "hash". */
 const char *ks_type_name(enum ks_type t);
 
 #endif

@@ -146,7 +146,7 @@ static const struct directive table[] = {
         "largest unparsed input per client (a whole command must fit)"),
     MEM("proto-max-bulk-len", F_LIVE, proto_max_bulk_len, "512kb", 1, 512 * MB,
         "largest single argument; must not exceed client-query-buffer-limit"),
-    INT("proto-max-args", F_LIVE, proto_max_args, "1024", 1, 1048576,
+    INT("proto-max-args", F_LIVE, proto_max_args, "1024", 1, 4194304,
         "most arguments in one command"),
     MEM("client-output-buffer-limit", F_LIVE, client_output_buffer_limit, "64mb", KB, INT64_MAX,
         "pending output at which a client stops being read until it drains"),

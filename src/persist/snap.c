@@ -22,6 +22,7 @@
 #include <xxhash.h>
 
 #include "rlimitd/swlog.h"
+#include "rlimitd/zset.h"
 
 #define HEADER_SIZE 32
 #define TRAILER_SIZE 17 /* end marker, record count, checksum */
@@ -92,6 +93,21 @@ void snap_encode(struct rbuf *out, const struct ks_record *r)
             else
                 put_varint(out, (uint64_t)(t - prev));
             prev = t;
+        }
+        break;
+    }
+    case KS_ZSET: {
+        /* Members in set order: member length, member, score (IEEE 754 bits). */
+        struct zs_iter it;
+        struct zs_item item;
+        put_varint(out, zs_card(r->zs));
+        zs_iter_init(&it, r->zs, 0, 0);
+        while (zs_iter_next(&it, &item)) {
+            uint64_t bits;
+            memcpy(&bits, &item.score, 8);
+            put_varint(out, item.len);
+            rbuf_append(out, item.m, item.len);
+            put_u64(out, bits);
         }
         break;
     }
@@ -341,9 +357,66 @@ struct range_pass {
     uint64_t n;             /* records seen */
     int64_t *ts;            /* pass 1: the timestamps of the current window log */
     size_t ts_cap;
+    uint32_t version;       /* of the file */
+    struct zset *zs;        /* pass 1: the current sorted set, freed after the callback */
+    const char *zerr;       /* why parse_zset failed */
     char *err;
     size_t errlen;
 };
+
+/* A sorted-set record's value: varint count >= 1, then count (varint length, member, 8-byte
+ * score) in strictly ascending (score, member) order, no NaN. Pass 1 builds the set in rp->zs
+ * and points r->zs at it. Returns 0, or -1 with rp->zerr set. */
+static int parse_zset(struct range_pass *rp, struct cursor *c, struct ks_record *r)
+{
+    uint64_t count, len, bits;
+    const char *prev = NULL;
+    size_t prev_len = 0;
+    double prev_score = 0;
+    if (get_varint(c, &count) != 0 || count == 0 || count > (c->end - c->off) / 9) {
+        rp->zerr = "bad sorted set length";
+        return -1;
+    }
+    if (rp->pass == 1)
+        rp->zs = zs_new((size_t)count, 0);
+    for (uint64_t i = 0; i < count; i++) {
+        if (get_varint(c, &len) != 0 || len > c->end - c->off) {
+            rp->zerr = "bad sorted set member length";
+            return -1;
+        }
+        const char *m = (const char *)rp->map + c->off;
+        c->off += (size_t)len;
+        if (get_u64(c, &bits) != 0) {
+            rp->zerr = "truncated sorted set";
+            return -1;
+        }
+        double score;
+        memcpy(&score, &bits, 8);
+        int order = 1;
+        if (prev != NULL && score == prev_score) {
+            int d = memcmp(prev, m, prev_len < len ? prev_len : (size_t)len);
+            order = d < 0 || (d == 0 && prev_len < len);
+        } else if (prev != NULL) {
+            order = prev_score < score;
+        }
+        if (score != score || !order) {
+            rp->zerr = "sorted set members out of order or NaN score";
+            return -1;
+        }
+        prev = m;
+        prev_len = (size_t)len;
+        prev_score = score;
+        if (rp->pass == 1) {
+            double out;
+            int skipped;
+            zs_add(&rp->zs, m, (size_t)len, score, 0, &out, &skipped);
+        }
+    }
+    if (rp->pass == 0)
+        rp->info->zmembers += count;
+    r->zs = rp->zs;
+    return 0;
+}
 
 static int parse_range(struct range_pass *rp, struct cursor *c)
 {
@@ -361,7 +434,8 @@ static int parse_range(struct range_pass *rp, struct cursor *c)
             c->off--; /* left for the caller: the marker ends the records */
             break;
         }
-        if ((type < KS_GCRA || type > KS_SWLOG) && type != KS_HASH)
+        if (type < KS_GCRA || type > KS_HASH || (type == KS_ZSET && rp->version < 2) ||
+            (type == KS_HASH && rp->version < 3))
             FAIL(at, "unknown record type %u", type);
         struct ks_record r = {0};
         r.type = (enum ks_type)type;
@@ -384,6 +458,9 @@ static int parse_range(struct range_pass *rp, struct cursor *c)
             r.p = (const char *)map + c->off;
             r.len = (size_t)v;
             c->off += (size_t)v;
+        } else if (type == KS_ZSET) {
+            if (parse_zset(rp, c, &r) != 0)
+                FAIL(at, "%s", rp->zerr);
         } else if (type == KS_HASH) {
             /* Pairs: varint length and bytes of the field, then of the value. */
             uint64_t count;
@@ -447,14 +524,18 @@ static int parse_range(struct range_pass *rp, struct cursor *c)
         if (pass == 0) {
             rp->info->by_type[type]++;
         } else {
-            int rc = rp->cb(rp->ud, &r);
+            int rejected = rp->cb(rp->ud, &r) != 0;
+            zs_free(rp->zs);
+            rp->zs = NULL;
             hv_free((struct hashval *)r.hv); /* the keyspace keeps a copy */
-            if (rc != 0)
+            if (rejected)
                 FAIL(at, "record rejected (key %.*s)", (int)(r.klen > 64 ? 64 : r.klen), r.key);
         }
     }
     return 0;
 fail:
+    zs_free(rp->zs);
+    rp->zs = NULL;
     return -1;
 }
 
@@ -505,9 +586,9 @@ int snap_read(const char *path, snap_record_fn cb, void *ud, struct snap_info *i
     uint64_t word;
     get_u64(&c, &word);
     info->version = (uint32_t)word;
-    if (info->version != SNAP_VERSION)
-        FAIL(8, "unsupported format version %u (this rlimitd reads version %u)", info->version,
-             SNAP_VERSION);
+    if (info->version < SNAP_VERSION_MIN || info->version > SNAP_VERSION)
+        FAIL(8, "unsupported format version %u (this rlimitd reads versions %u to %u)",
+             info->version, SNAP_VERSION_MIN, SNAP_VERSION);
     if ((word >> 32) != 0)
         FAIL(12, "unknown flags 0x%x", (unsigned)(word >> 32));
     get_u64(&c, &word);
@@ -524,6 +605,7 @@ int snap_read(const char *path, snap_record_fn cb, void *ud, struct snap_info *i
 
     /* First pass: structure and counts; second pass: hand the records over. */
     rp.path = path;
+    rp.version = info->version;
     rp.map = map;
     rp.cb = cb;
     rp.ud = ud;

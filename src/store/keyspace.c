@@ -45,6 +45,7 @@
 #include "rlimitd/clock.h"
 
 #include <malloc.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -55,6 +56,7 @@
 #include "rlimitd/hash.h"
 #include "rlimitd/swlog.h"
 #include "rlimitd/util.h"
+#include "rlimitd/zset.h"
 
 #define MIN_SLOTS 16
 #define PAGE 4096u
@@ -486,6 +488,7 @@ struct keyspace *ks_create(unsigned shard_bits, const uint8_t seed[16])
     ks->bits = shard_bits;
     ks->nshards = 1u << shard_bits;
     memcpy(ks->seed, seed, 16);
+    zs_set_seed(seed);
     hv_set_seed(seed);
     if (posix_memalign((void **)&ks->shards, 64, ks->nshards * sizeof(struct shard)) != 0)
         abort();
@@ -515,13 +518,13 @@ static uint64_t entry_hash(const struct keyspace *ks, const uint8_t *e)
 /* Types whose value field points to a heap block (or structure) of the shard. */
 static int has_blob(enum ks_type t)
 {
-    return t == KS_RAW || t == KS_SWLOG || t == KS_HASH;
+    return t == KS_RAW || t == KS_SWLOG || t == KS_ZSET || t == KS_HASH;
 }
 
 /* Bytes a blob accounts for in the shard's memory. */
 static size_t blob_bytes(enum ks_type t, void *p)
 {
-    return t == KS_HASH ? hv_bytes(p) : malloc_usable_size(p);
+    return t == KS_HASH ? hv_bytes(p) : t == KS_ZSET ? zs_bytes(p) : malloc_usable_size(p);
 }
 
 /* ---- Watched keys ----
@@ -562,9 +565,14 @@ static inline void touch_entry(struct shard *sh, const uint8_t *e)
 static void free_value(struct shard *sh, uint8_t *e)
 {
     enum ks_type t = e_type(e);
-    if (t == KS_HASH) {
-        if (e_ptr(e) == NULL) /* moved away by a rename */
-            return;
+    if (e_ptr(e) == NULL && (t == KS_ZSET || t == KS_HASH))
+        return; /* moved away by a rename */
+    if (t == KS_ZSET) {
+        struct zset *z = e_ptr(e);
+        mem_add_n(sh, -(int64_t)zs_bytes(z));
+        zs_free(z);
+        e_set_ptr(e, NULL);
+    } else if (t == KS_HASH) {
         mem_add_n(sh, -(int64_t)hv_bytes(e_ptr(e)));
         hv_free(e_ptr(e));
         e_set_ptr(e, NULL);
@@ -1085,6 +1093,161 @@ static void store_log(struct shard *sh, uint8_t *e, void *old, struct swlog *log
     e[E_FLAGS] &= (uint8_t)~F_CRING;
 }
 
+/* ---- sorted sets ---- */
+
+size_t ks_swlog_member(char *buf, int64_t ms, uint32_t dup)
+{
+    if (dup == 0)
+        return (size_t)sprintf(buf, "%lld", (long long)ms);
+    return (size_t)sprintf(buf, "%lld-%u", (long long)ms, dup);
+}
+
+/* The window log of entry e as a new sorted set: every attempt a member (ks_swlog_member)
+ * scored with its millisecond. */
+static struct zset *log_as_zset(const uint8_t *e)
+{
+    union swlog_buf buf;
+    const struct swlog *log =
+        (e[E_FLAGS] & F_CRING) ? cring_load(e_ptr(e), &buf) : (const struct swlog *)e_ptr(e);
+    struct zset *z = zs_new(log->len, 0);
+    uint32_t dup = 0;
+    for (uint32_t i = 0; i < log->len; i++) {
+        int64_t t = swlog_at(log, i);
+        dup = i > 0 && swlog_at(log, i - 1) == t ? dup + 1 : 0;
+        char m[48];
+        size_t n = ks_swlog_member(m, t, dup);
+        double out;
+        int skipped;
+        zs_add(&z, m, n, (double)t, 0, &out, &skipped);
+    }
+    return z;
+}
+
+/* ISALLOWED's recipe on an ordinary sorted set (keyspace.h ks_swlog_apply). */
+static int zset_window_apply(struct shard *sh, uint64_t i, int64_t now_ms, int64_t period_ms,
+                             int64_t max_count, int *allowed, int64_t *in_window)
+{
+    struct zset *z = e_ptr(slot_entry(sh, i));
+    size_t before = zs_bytes(z);
+    int64_t cutoff;
+    if (!__builtin_sub_overflow(now_ms, period_ms, &cutoff)) {
+        struct zs_score_range r = {-INFINITY, (double)cutoff, 0, 0};
+        size_t a, b;
+        zs_range_score(z, &r, &a, &b);
+        zs_del_range(&z, a, b);
+    }
+    /* The attempt's member: after every member already scored now_ms ("T", "T-1", ...), so a
+     * burst in one millisecond keeps its order even after the oldest of it was dropped. */
+    struct zs_score_range same = {(double)now_ms, (double)now_ms, 0, 0};
+    size_t a, b;
+    uint32_t dup = 0;
+    zs_range_score(z, &same, &a, &b);
+    if (b > a) {
+        struct zs_iter it;
+        struct zs_item item;
+        char base[32];
+        size_t blen = ks_swlog_member(base, now_ms, 0);
+        zs_iter_init(&it, z, a, 0);
+        for (size_t k = a; k < b && zs_iter_next(&it, &item); k++) {
+            uint32_t d = 0;
+            if (item.len > blen + 1 && item.len < blen + 12 && item.m[blen] == '-' &&
+                memcmp(item.m, base, blen) == 0)
+                d = (uint32_t)strtoul(item.m + blen + 1, NULL, 10);
+            if (d + 1 > dup && d < UINT32_MAX - 1)
+                dup = d + 1;
+        }
+    }
+    char m[48];
+    size_t n = ks_swlog_member(m, now_ms, dup);
+    double out;
+    int skipped;
+    zs_add(&z, m, n, (double)now_ms, 0, &out, &skipped);
+    size_t card = zs_card(z);
+    *allowed = (uint64_t)card <= (uint64_t)max_count;
+    if (in_window != NULL)
+        *in_window = (int64_t)card;
+    if ((uint64_t)card > (uint64_t)max_count + 1)
+        zs_del_range(&z, 0, card - (size_t)max_count - 1);
+    e_set_ptr(slot_entry(sh, i), z);
+    mem_add_n(sh, (int64_t)zs_bytes(z) - (int64_t)before);
+    set_expire(sh, i, (now_ms + period_ms) * CLOCK_NS_PER_MS);
+    return KS_OK;
+}
+
+int ks_zset_open(struct keyspace *ks, const struct ks_key *key, int64_t now, int mode,
+                 size_t size_hint, size_t member_hint, struct ks_zref *ref)
+{
+    struct shard *sh = shard_of(ks, key);
+    memset(ref, 0, sizeof(*ref));
+    ref->mode = mode;
+    ref->slot = -1;
+    if (mode == KS_Z_CREATE && over_maxmemory(ks))
+        return KS_OOM;
+    int64_t i = find(ks, sh, key, now);
+    if (i < 0) {
+        if (mode == KS_Z_CREATE)
+            ref->z = zs_new(size_hint, member_hint);
+        return KS_OK;
+    }
+    uint8_t *e = slot_entry(sh, (uint64_t)i);
+    enum ks_type t = e_type(e);
+    if (t == KS_SWLOG) {
+        struct zset *z = log_as_zset(e);
+        if (mode == KS_Z_READ) {
+            ref->z = z;
+            ref->temp = 1;
+            return KS_OK;
+        }
+        /* A write makes the window log an ordinary sorted set for good; its expiry stays. */
+        e = prepare_new_value(sh, (uint64_t)i);
+        set_type(sh, e, KS_ZSET);
+        e_set_ptr(e, z);
+        mem_add_n(sh, (int64_t)zs_bytes(z));
+        t = KS_ZSET;
+    }
+    if (t != KS_ZSET)
+        return KS_WRONGTYPE;
+    ref->z = e_ptr(e);
+    ref->slot = i;
+    ref->bytes = zs_bytes(ref->z);
+    return KS_OK;
+}
+
+void ks_zset_close(struct keyspace *ks, const struct ks_key *key, struct ks_zref *ref)
+{
+    struct shard *sh = shard_of(ks, key);
+    struct zset *z = ref->z;
+    ref->z = NULL;
+    if (z == NULL)
+        return;
+    if (ref->temp) {
+        zs_free(z);
+        return;
+    }
+    if (ref->mode == KS_Z_READ)
+        return;
+    if (ref->slot < 0) {
+        if (zs_card(z) == 0) {
+            zs_free(z);
+            return;
+        }
+        uint64_t i = insert(ks, sh, key, KS_ZSET, 0);
+        e_set_ptr(slot_entry(sh, i), z);
+        mem_add_n(sh, (int64_t)zs_bytes(z));
+        return;
+    }
+    uint64_t i = (uint64_t)ref->slot;
+    e_set_ptr(slot_entry(sh, i), z);
+    mem_add_n(sh, (int64_t)zs_bytes(z) - (int64_t)ref->bytes);
+    if (zs_card(z) == 0) {
+        remove_slot(ks, sh, i);
+        maybe_shrink(ks, sh);
+    } else {
+        /* WATCH: a write-mode close counts as a write (a no-op Z write too: conservative). */
+        touch_entry(sh, slot_entry(sh, i));
+    }
+}
+
 int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t period_ms,
                    int64_t max_count, int *allowed, int64_t *in_window)
 {
@@ -1093,6 +1256,9 @@ int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, i
     int64_t i = find(ks, sh, key, now);
     union swlog_buf buf, moved;
     struct swlog *log;
+    if (i >= 0 && e_type(slot_entry(sh, (uint64_t)i)) == KS_ZSET)
+        return zset_window_apply(sh, (uint64_t)i, now_ms, period_ms, max_count, allowed,
+                                 in_window);
     if (i >= 0 && e_type(slot_entry(sh, (uint64_t)i)) != KS_SWLOG)
         return KS_WRONGTYPE;
     if (i < 0) {
@@ -1168,6 +1334,9 @@ enum ks_type ks_get(struct keyspace *ks, const struct ks_key *key, int64_t now, 
         case KS_SWLOG:
             v->i = (e[E_FLAGS] & F_CRING) ? ((const struct cring *)e_ptr(e))->len
                                           : ((const struct swlog *)e_ptr(e))->len;
+            break;
+        case KS_ZSET:
+            v->i = (int64_t)zs_card(e_ptr(e));
             break;
         default:
             break;
@@ -1607,6 +1776,8 @@ int ks_dump_slice(struct keyspace *ks, unsigned shard, int64_t now, uint64_t max
             const struct rawstr *str = e_ptr(e);
             r.p = str->data;
             r.len = str->len;
+        } else if (r.type == KS_ZSET) {
+            r.zs = e_ptr(e);
         } else if (r.type == KS_HASH) {
             r.hv = e_ptr(e);
         } else {
@@ -1663,8 +1834,10 @@ static int record_invalid(const struct ks_record *r)
 {
     if (r->type == KS_HASH)
         return r->hv == NULL || hv_count(r->hv) == 0;
-    if (r->type < KS_GCRA || r->type > KS_SWLOG)
+    if (r->type < KS_GCRA || r->type > KS_ZSET)
         return 1;
+    if (r->type == KS_ZSET)
+        return r->zs == NULL || zs_card(r->zs) == 0;
     if (r->type == KS_SWLOG) {
         if (r->nts == 0 || r->ts == NULL)
             return 1;
@@ -1701,6 +1874,12 @@ static void set_restored_value(struct shard *sh, uint8_t *e, const struct ks_rec
         str->len = r->len;
         memcpy(str->data, r->p, r->len);
         e_set_ptr(e, str);
+        break;
+    }
+    case KS_ZSET: {
+        struct zset *z = zs_dup(r->zs);
+        mem_add_n(sh, (int64_t)zs_bytes(z));
+        e_set_ptr(e, z);
         break;
     }
     case KS_HASH: {
@@ -1959,6 +2138,7 @@ const char *ks_type_name(enum ks_type t)
     case KS_NONE:
         return "none";
     case KS_SWLOG:
+    case KS_ZSET:
         return "zset";
     case KS_HASH:
         return "hash";

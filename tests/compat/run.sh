@@ -8,6 +8,9 @@
 #
 #   bash tests/compat/run.sh                  # all
 #   bash tests/compat/run.sh redis_cli.sh     # some
+#   TARGET=redis bash tests/compat/run.sh test_zset_recipe.py zset_limiters.test.js
+#                        # the sorted-set limiter tests against redis-server only (they run
+#                        # against rlimitd and redis-server by default: TARGET="rlimitd redis")
 set -euo pipefail
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -61,12 +64,18 @@ if ((${#missing[@]} > 0)); then
         -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
 fi
 
-# The client package the brief names: ioredis 5 from npm, local to this folder, never saved.
-if [[ ! -f "$HERE/node_modules/ioredis/package.json" ]]; then
-    echo "run.sh: npm install ioredis@5 into tests/compat/node_modules"
+# npm packages, local to this folder, never saved: ioredis 5 (the client the brief names) and the
+# sorted-set rate limiters zset_limiters.test.js drives (pinned: the test knows what they send).
+NPM_PKGS=(ioredis@5 ratelimiter@3.4.1 rolling-rate-limiter@0.4.2)
+npm_missing=()
+for p in "${NPM_PKGS[@]}"; do
+    [[ -f "$HERE/node_modules/${p%@*}/package.json" ]] || npm_missing+=("$p")
+done
+if ((${#npm_missing[@]} > 0)); then
+    echo "run.sh: npm install ${NPM_PKGS[*]} into tests/compat/node_modules"
     mkdir -p "$HERE/node_modules"
     timeout 600 npm install --prefix "$HERE" --no-save --no-package-lock --no-audit --no-fund \
-        --loglevel=error ioredis@5
+        --loglevel=error "${NPM_PKGS[@]}"
 fi
 
 # ---- the daemon ----
@@ -83,7 +92,7 @@ echo "run.sh: testing $RLIMITD ($("$RLIMITD" --version))"
 
 # ---- the tests ----
 ALL=(test_redis_py.py test_commands.py raw_clients.py ioredis.test.js redis_cli.sh
-    redis_benchmark.sh exporter.sh systemd.sh)
+    redis_benchmark.sh exporter.sh systemd.sh test_zset_recipe.py zset_limiters.test.js)
 if (($# > 0)); then
     ALL=("$@")
 fi

@@ -317,6 +317,9 @@ COMMANDS = [
     (2, lambda g: ["WATCH"] + [g.key() for _ in range(g.r.randint(0, 2))]),
     (3, lambda g: g.hset()),
     (3, lambda g: g.hset()),
+    # Sorted sets, for WRONGTYPE across every value type.
+    (3, lambda g: ["ZADD", g.hkey(), str(g.r.randint(0, 9)), g.field()]),
+    (3, lambda g: ["ZCARD", g.hkey()]),
     (3, lambda g: ["HSETNX", g.hkey(), g.field(), g.value()]),
     (3, lambda g: ["HGET", g.hkey(), g.field()]),
     (3, lambda g: ["HMGET", g.hkey()] + [g.field() for _ in range(g.r.randint(1, 3))]),

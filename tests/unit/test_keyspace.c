@@ -7,6 +7,7 @@
 
 #include "rlimitd/keyspace.h"
 #include "rlimitd/swlog.h"
+#include "rlimitd/zset.h"
 
 #define SEC 1000000000LL
 #define MS 1000000LL
@@ -939,4 +940,69 @@ Test(keyspace, limiter_key_count_follows_types)
     for (unsigned sh = 0; sh < ks_nshards(ks); sh++)
         ks_flush_shard(ks, sh);
     cr_expect_eq(ks_limiter_key_count(ks), 0);
+}
+
+/* ---- sorted sets ---- */
+
+static void zadd(struct ks_key *k, int64_t now, const char *m, double score)
+{
+    struct ks_zref ref;
+    double out;
+    int skipped;
+    cr_assert_eq(ks_zset_open(ks, k, now, KS_Z_CREATE, 0, 0, &ref), KS_OK);
+    zs_add(&ref.z, m, strlen(m), score, 0, &out, &skipped);
+    ks_zset_close(ks, k, &ref);
+}
+
+/* Used memory follows a set as it grows, converts and goes, back to where it started. */
+Test(keyspace, sorted_set_memory_is_accounted_and_returned)
+{
+    int64_t now = 1800000000LL * 1000000000LL;
+    uint64_t base = ks_used_memory(ks);
+    struct ks_key k;
+    ks_key_init(ks, &k, "z", 1);
+    zadd(&k, now, "a", 1);
+    uint64_t one = ks_used_memory(ks);
+    cr_assert_gt(one, base);
+    for (int i = 0; i < 5000; i++) {
+        char m[32];
+        snprintf(m, sizeof(m), "member-%d", i);
+        zadd(&k, now, m, i);
+    }
+    cr_assert_gt(ks_used_memory(ks), one + 5000 * 16);
+    cr_assert_eq(ks_get(ks, &k, now, NULL), KS_ZSET);
+    cr_assert_eq(ks_del(ks, &k, now), 1);
+    cr_assert_eq(ks_used_memory(ks), base);
+    /* A window log converted by a Z write, then emptied: deleted, memory back. */
+    struct ks_key w;
+    ks_key_init(ks, &w, "hist:{u}:a", 10);
+    int allowed;
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(ks_swlog_apply(ks, &w, now + i * 1000000LL, 60000, 5, &allowed, NULL),
+                     KS_OK);
+    struct ks_zref ref;
+    cr_assert_eq(ks_zset_open(ks, &w, now, KS_Z_READ, 0, 0, &ref), KS_OK);
+    cr_assert(ref.temp && zs_card(ref.z) == 3);
+    ks_zset_close(ks, &w, &ref);
+    cr_assert_eq(ks_get(ks, &w, now, NULL), KS_SWLOG, "a read leaves the log a log");
+    cr_assert_eq(ks_zset_open(ks, &w, now, KS_Z_WRITE, 0, 0, &ref), KS_OK);
+    cr_assert_not(ref.temp);
+    cr_assert_eq(zs_card(ref.z), 3);
+    zs_del_range(&ref.z, 0, 3);
+    ks_zset_close(ks, &w, &ref);
+    cr_assert_eq(ks_get(ks, &w, now, NULL), KS_NONE);
+    cr_assert_eq(ks_used_memory(ks), base);
+    /* Strings and GCRA state are the wrong type. */
+    struct ks_key s;
+    ks_key_init(ks, &s, "s", 1);
+    cr_assert_eq(ks_set(ks, &s, now, "v", 1, 0, 0), 1);
+    cr_assert_eq(ks_zset_open(ks, &s, now, KS_Z_READ, 0, 0, &ref), KS_WRONGTYPE);
+    cr_assert_eq(ks_zset_open(ks, &s, now, KS_Z_CREATE, 0, 0, &ref), KS_WRONGTYPE);
+    /* Over maxmemory a write that may add is refused, a removal is not. */
+    zadd(&k, now, "a", 1);
+    ks_set_maxmemory(ks, 1);
+    cr_assert_eq(ks_zset_open(ks, &k, now, KS_Z_CREATE, 0, 0, &ref), KS_OOM);
+    cr_assert_eq(ks_zset_open(ks, &k, now, KS_Z_WRITE, 0, 0, &ref), KS_OK);
+    ks_zset_close(ks, &k, &ref);
+    ks_set_maxmemory(ks, 0);
 }
