@@ -203,8 +203,8 @@ static struct hashval *to_table(struct packed *p)
     while (pos < p->h.used) {
         size_t fl = p->data[pos];
         size_t vl = p->data[pos + 1 + fl];
-        table_put_new(t, (const char *)p->data + pos + 1, fl,
-                      (const char *)p->data + pos + 2 + fl, vl);
+        table_put_new(t, (const char *)p->data + pos + 1, fl, (const char *)p->data + pos + 2 + fl,
+                      vl);
         pos += 2 + fl + vl;
     }
     free(p);

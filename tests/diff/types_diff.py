@@ -347,7 +347,9 @@ COMMANDS = [
 
 
 def start(cmd, port):
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    # stderr is the test's: a sanitizer report of the server lands in the test log.
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    p.port = port
     for _ in range(400):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
@@ -358,6 +360,19 @@ def start(cmd, port):
             time.sleep(0.025)
     p.kill()
     raise RuntimeError("%s did not listen on %d" % (cmd[0], port))
+
+
+def stop(p):
+    """SHUTDOWN NOSAVE, so a sanitizer build can check for leaks at exit; SIGKILL if that fails."""
+    if p.poll() is None:
+        try:
+            s = socket.create_connection(("127.0.0.1", p.port), timeout=5)
+            s.sendall(encode(["SHUTDOWN", "NOSAVE"]))
+            p.wait(timeout=30)
+            s.close()
+        except (OSError, subprocess.TimeoutExpired):
+            p.kill()
+    p.wait()
 
 
 def show(c):
@@ -417,8 +432,7 @@ def main():
         return 0
     finally:
         for p in procs:
-            p.kill()
-            p.wait()
+            stop(p)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

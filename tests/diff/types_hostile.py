@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from types_diff import Conn, flat, free_port, start  # noqa: E402
+from types_diff import Conn, flat, free_port, start, stop  # noqa: E402
 
 passed = failed = 0
 
@@ -85,8 +85,7 @@ def main():
         check("KEYS matching many", len(c.run([["KEYS", "a*"]])[0]), 200000)
         check("server alive", flat(c.run([["PING"]])[0]), b"+PONG\r\n")
     finally:
-        p.kill()
-        p.wait()
+        stop(p)
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0

@@ -12,7 +12,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from types_diff import Conn, flat, free_port, start  # noqa: E402
+from types_diff import Conn, flat, free_port, start, stop  # noqa: E402
 
 
 def reads(c):
@@ -81,8 +81,7 @@ def main():
                 print("FAIL %s: before %r, after %r" % (k, before[k], after[k]))
     finally:
         if p is not None:
-            p.kill()
-            p.wait()
+            stop(p)
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0

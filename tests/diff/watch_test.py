@@ -10,7 +10,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from types_diff import Conn, flat, free_port, start  # noqa: E402
+from types_diff import Conn, flat, free_port, start, stop  # noqa: E402
 
 # Each scenario: a list of (client, command) steps; client 0 watches, client 1 interferes.
 FUTURE_MS = str(int(time.time() * 1000) + 10 ** 9)
@@ -115,8 +115,7 @@ def main():
             print("FAIL CL.THROTTLE on another key: EXEC answered %r" % got[-1])
     finally:
         for p in procs:
-            p.kill()
-            p.wait()
+            stop(p)
         shutil.rmtree(tmp, ignore_errors=True)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
