@@ -3,14 +3,15 @@
 # tree against a build of another commit without them, in one run, servers alternating.
 #
 #   bench/counters.sh [--base COMMIT | --base-bin PATH] [--rounds R] [--requests N] [--threads T]
+#                     [--pipeline P]
 #
 # Builds rlimitd (release) from this tree into build-bench/ and from COMMIT (default 9cdee49,
 # the main branch before issue 20) into a temporary directory (or takes --base-bin), then for R rounds (default 5)
 # starts each in turn on a free loopback port and drives it with redis-benchmark (50 clients,
-# pipeline 16, N requests, default 1,000,000) in two workloads:
+# pipeline P (default 16), N requests, default 1,000,000; threads T default 2) in two workloads:
 #   allowed:  CL.THROTTLE on 100k random keys, burst 1000: every call allowed (the hot path);
 #   limited:  CL.THROTTLE on 1000 random keys, burst 0, 1 per hour: nearly every call limited,
-#             so nearly every call also takes LIMITER TOP's mutex.
+#             so nearly every call also goes into its thread's LIMITER TOP sketch.
 # It reports server CPU (utime + stime of every thread, /proc/PID/stat) per request, the
 # median over rounds, and the ratio new/base, and Redis's INCR through redis-server as the
 # same-run reference the other benches use. CPU per request is the figure that counts on a
@@ -23,6 +24,7 @@ BASE_BIN=""
 ROUNDS=5
 REQUESTS=1000000
 THREADS=2
+PIPELINE=16
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -31,7 +33,8 @@ while [ $# -gt 0 ]; do
     --rounds) ROUNDS="$2"; shift ;;
     --requests) REQUESTS="$2"; shift ;;
     --threads) THREADS="$2"; shift ;;
-    *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    --pipeline) PIPELINE="$2"; shift ;;
+    *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
     shift
 done
@@ -70,14 +73,15 @@ HZ=$(getconf CLK_TCK)
 
 # run BIN WORKLOAD: one server, one benchmark; prints "cpu_us_per_request requests_per_s".
 run() {
-    local bin=$1 workload=$2 port pid t0 t1 out rps
+    local bin=$1 workload=$2 port pid t0 t1 out rps dir
     port=$(free_port)
+    dir=$(mktemp -d "$TMP/run.XXXXXX") # empty: no snapshot of the previous server to load
     if [ "$bin" = redis ]; then
         redis-server --port "$port" --save '' --appendonly no --bind 127.0.0.1 \
             >"$TMP/server.log" 2>&1 &
     else
         "$bin" --port "$port" --bind 127.0.0.1 --threads "$THREADS" --save-interval 0 \
-            --dir "$TMP" >"$TMP/server.log" 2>&1 &
+            --dir "$dir" >"$TMP/server.log" 2>&1 &
     fi
     pid=$!
     PIDS+=("$pid")
@@ -92,7 +96,7 @@ run() {
     incr) args=(-r 100000 INCR 'k:__rand_int__') ;;
     esac
     t0=$(cpu_ticks "$pid")
-    out=$(redis-benchmark -p "$port" -c 50 -P 16 -n "$REQUESTS" -q "${args[@]}" 2>&1 | tr '\r' '\n' |
+    out=$(redis-benchmark -p "$port" -c 50 -P "$PIPELINE" -n "$REQUESTS" -q "${args[@]}" 2>&1 | tr '\r' '\n' |
         grep -E 'requests per second' | tail -1)
     t1=$(cpu_ticks "$pid")
     rps=$(echo "$out" | grep -oE '[0-9.]+ requests per second' | awk '{print $1}')
@@ -106,7 +110,7 @@ median() {
     sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-echo "rounds $ROUNDS, $REQUESTS requests each, 50 clients, pipeline 16, threads $THREADS"
+echo "rounds $ROUNDS, $REQUESTS requests each, 50 clients, pipeline $PIPELINE, threads $THREADS"
 for w in allowed limited; do
     : >"$TMP/new.$w"
     : >"$TMP/old.$w"

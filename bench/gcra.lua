@@ -1,8 +1,8 @@
--- gcra.lua - CL.THROTTLE as a Redis script, for bench/compare.sh (SPEC 2).
+-- gcra.lua - CL.THROTTLE as a Redis script, for bench/compare.sh (COMMANDS.md "CL.THROTTLE").
 --
 --   EVALSHA <sha> 1 <key> <max_burst> <count> <period> [<quantity>]
 --
--- Answers CL.THROTTLE's reply, [limited, limit, remaining, retry_after, reset_after], with SPEC 2's
+-- Answers CL.THROTTLE's reply, [limited, limit, remaining, retry_after, reset_after], with COMMANDS.md "CL.THROTTLE"'s
 -- arithmetic in integer nanoseconds. Lua numbers are doubles, exact only below 2^53, and a
 -- wall-clock time in ns is about 1.8e18, so a time is kept as two numbers: whole seconds and
 -- nanoseconds. Differences of times (ttl, the wait) are bounded by the tolerance, which this script
@@ -27,7 +27,7 @@ local function int_arg(s)
     return tonumber(s)
 end
 
--- SPEC 2 rounding: ns -> whole ms (floor) -> seconds rounded up. ns >= 0.
+-- COMMANDS.md "CL.THROTTLE" rounding: ns -> whole ms (floor) -> seconds rounded up. ns >= 0.
 local function ceil_seconds(ns)
     local ms = math.floor(ns / 1000000)
     local s = math.floor(ms / 1000)

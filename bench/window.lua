@@ -2,7 +2,7 @@
 --
 --   EVALSHA <sha> 1 hist:{<user>}:<action> <period> <max_count>
 --
--- Answers ISALLOWED's reply (SPEC 3): 1 if the attempts in the last <period> seconds, this one
+-- Answers ISALLOWED's reply (COMMANDS.md "ISALLOWED"): 1 if the attempts in the last <period> seconds, this one
 -- included, number at most <max_count>, else 0. The classic recipe: drop members older than the
 -- window (ZREMRANGEBYSCORE), record this attempt (ZADD), count (ZCARD), and let the key expire a
 -- period after the newest attempt (PEXPIRE). Scores are ms timestamps; the member is the
@@ -36,7 +36,7 @@ local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local period_ms = period * 1000
 
--- SPEC 3 counts attempts with a timestamp > now - period: those at or before it leave.
+-- COMMANDS.md "ISALLOWED" counts attempts with a timestamp > now - period: those at or before it leave.
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms - period_ms)
 redis.call('ZADD', KEYS[1], now_ms, t[1] .. string.format('%06d', tonumber(t[2])))
 local n = redis.call('ZCARD', KEYS[1])

@@ -15,8 +15,9 @@
 #include "rlimitd/snap.h"
 #include "rlimitd_version.h"
 
-/* 256 shards: a power of two, 16 per thread even at the 16-thread maximum (DESIGN.md). */
+/* 256 shards: a power of two, 16 per thread even at the CONF_MAX_THREADS maximum (DESIGN.md). */
 #define SHARD_BITS 8
+_Static_assert((1 << SHARD_BITS) >= 16 * CONF_MAX_THREADS, "16 shards per thread at the maximum");
 
 static void usage(FILE *f)
 {
@@ -172,7 +173,7 @@ int main(int argc, char **argv)
     }
     struct keyspace *ks = ks_create(SHARD_BITS, seed);
     struct persist *persist = persist_create(ks, &conf);
-    /* SPEC 6: the snapshot is loaded before the port opens; a bad one stops the start. */
+    /* SNAPSHOT.md: the snapshot is loaded before the port opens; a bad one stops the start. */
     notify_init((int)conf.supervised);
     notify_send("STATUS=Loading the snapshot");
     int rc;

@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
     meson ninja-build pkg-config gcc clang libclang-rt-14-dev   # build, sanitizers, libFuzzer
     libuv1-dev libhiredis-dev libxxhash-dev libmicrohttpd-dev    # the daemon's libraries
+    liblua5.1-0-dev lua-cjson-dev lua-bitop-dev                  # scripting (EVAL)
     libcriterion-dev                                             # unit and integration tests
     redis-tools                                                  # redis-cli, redis-benchmark
     redis-server                                                 # the bench's baseline

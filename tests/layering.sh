@@ -12,7 +12,7 @@ fail=0
 
 # include/rlimitd/<name>.h -> the layer that owns it.
 declare -A HEADER_LAYER=(
-    [util]=base [buf]=base [clock]=base [log]=base [stats]=base [conf]=base
+    [util]=base [alloc]=base [buf]=base [clock]=base [log]=base [stats]=base [conf]=base
     [gcra]=limiter [gcra_redis]=limiter [topk]=limiter [swlog]=limiter [isallowed]=limiter
     [keyspace]=store [zset]=store [hashval]=store [hash]=base
     [resp]=proto [reply]=proto
@@ -135,6 +135,20 @@ done
 while IFS= read -r f; do
     violation "$f is outside the layer folders"
 done < <(find . -maxdepth 1 -name '*.[ch]' ! -name main.c)
+
+# Lua stays inside cmd/script_lua.c, and the script engine reaches the keyspace only through
+# cmd_from_script (script.h), the door every client command goes through.
+while IFS= read -r f; do
+    [[ $f == ./cmd/script_lua.c ]] && continue
+    violation "$f includes Lua's headers: only cmd/script_lua.c embeds Lua"
+done < <(grep -rlE '^#include [<"](lua\.h|lauxlib\.h|lualib\.h|lua-)' . || true)
+for f in cmd/script_cache.c cmd/script_lua.c; do
+    if grep -qE '^#include "(rlimitd/keyspace\.h|cmd_internal\.h)"' "$f"; then
+        violation "$f reaches the keyspace or the dispatcher's internals: only cmd_from_script"
+    else
+        pass=$((pass + 1))
+    fi
+done
 
 echo "layering: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]

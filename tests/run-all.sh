@@ -5,7 +5,10 @@
 #                  with its tests against Debian's redis-server, a 3+3 Redis Cluster included;
 #   3. build-asan: ASan + UBSan, every test again; fails on any sanitizer report in the test log
 #      (Criterion forks per test, so a report does not always fail the run by itself: STYLE.md);
-#   4. tests/fuzz/run.sh, when it exists.
+#   4. build-tsan: the daemon alone under ThreadSanitizer, driven by build-ci's config_race test
+#      (CONFIG SET of every live directive while traffic flows on two I/O threads); fails on any
+#      report;
+#   5. tests/fuzz/run.sh, when it exists.
 # Keeps going after a failure so the summary shows everything, then exits non-zero if anything
 # failed. Works from a fresh clone, without a terminal or standard input.
 set -euo pipefail
@@ -81,6 +84,40 @@ elif [[ -f build-asan/build.ninja ]]; then
 fi
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
+# ThreadSanitizer. Only the daemon is built with it: Criterion's test runner cannot start under
+# TSan (its shared arena mapping fails), and the daemon is what runs the threads. build-ci's
+# it_config_race drives it; TSan writes its reports to files (log_path), so they are found even
+# when halt_on_error stops the daemon before the test prints its log.
+tsan_result="skipped (no build-ci/tests/integration/it_config_race)"
+if [[ -x build-ci/tests/integration/it_config_race ]]; then
+    step "build-tsan: configure, build the daemon, run it_config_race"
+    tsan_reports=$root/build-tsan/tsan-reports
+    if setup build-tsan -Db_sanitize=thread -Dwerror=true -Dtests=false -Dmodule=false \
+        </dev/null && meson compile -C build-tsan rlimitd </dev/null; then
+        rm -rf "$tsan_reports"
+        mkdir -p "$tsan_reports"
+        if TSAN_OPTIONS="halt_on_error=1:log_path=$tsan_reports/report" \
+            RLIMITD_BIN=$root/build-tsan/rlimitd RLIMITD_SOURCE_ROOT=$root \
+            timeout 600 build-ci/tests/integration/it_config_race --jobs=1 </dev/null 2>&1 |
+            tee build-tsan/tsan.log; then
+            tsan_result=passed
+        else
+            tsan_result=FAILED
+            failures+=("build-tsan: it_config_race failed (build-tsan/tsan.log)")
+        fi
+        reports=$(cat "$tsan_reports"/report* build-tsan/tsan.log 2>/dev/null |
+            grep -c 'WARNING: ThreadSanitizer' || true)
+        if ((reports > 0)); then
+            cat "$tsan_reports"/report* 2>/dev/null | head -60 || true
+            tsan_result="FAILED: $reports ThreadSanitizer reports"
+            failures+=("build-tsan: $reports ThreadSanitizer reports in $tsan_reports (above)")
+        fi
+    else
+        tsan_result="FAILED: build"
+        failures+=("build-tsan: setup or build failed")
+    fi
+fi
+
 # Real clients and tools against the -Werror build (issue 4): redis-py, ioredis, redis-cli,
 # redis-benchmark, prometheus-redis-exporter, the systemd unit and notify protocol.
 compat_result="skipped (no build-ci/rlimitd)"
@@ -148,6 +185,7 @@ PY
     grep -v '^TOTALS ' <<<"$counts" || true
     read -r _ total_pass total_fail < <(grep '^TOTALS ' <<<"$counts")
 fi
+echo "  tsan: $tsan_result"
 echo "  compat: $compat_result"
 echo "  fuzz: $fuzz_result"
 elapsed=$(($(date +%s) - start))

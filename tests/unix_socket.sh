@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The unix socket listener (SPEC 5: unixsocket, unixsocketperm) on the real daemon: it serves
+# The unix socket listener (CONFIG.md: unixsocket, unixsocketperm) on the real daemon: it serves
 # with TCP disabled (port 0), has the configured mode, and is removed at a clean shutdown.
 # Ends with "N passed, N failed"; exits 1 on any failure.
 set -euo pipefail

@@ -85,6 +85,9 @@ struct cmd_env {
     struct slowlog *slowlog;
     struct stats *stats_base;     /* the sums at the last CONFIG RESETSTAT (cmd_info.c) */
     struct limiter_top *top;      /* LIMITER TOP's sketch (cmd_limiter.c) */
+    /* Per shard: CLOCK_MONOTONIC ns since which a script holds it, 0 if none (cmd_script.c
+     * sets it; the dispatcher answers BUSY past busy-reply-threshold instead of waiting). */
+    _Atomic int64_t *script_since;
 };
 
 /* Sets up env fields that need it (lock, run_id, slowlog). ks, conf, stats are the caller's. */
@@ -97,6 +100,10 @@ void session_deinit(struct session *s);
 /* Frees what command execution keeps per thread (key arrays); call before a thread that ran
  * commands ends. */
 void cmd_thread_exit(void);
+
+/* At SIGTERM/SIGINT: asks every running script that has not written to stop, as SCRIPT KILL
+ * would (cmd_script.c); one that wrote runs to its end. */
+void cmd_scripts_stop_unwritten(void);
 
 /* Runs one command and appends its reply (or replies) to out. Reads the wall clock once.
  * argv[i] holds lens[i] bytes followed by a NUL. May set SESSION_CLOSE_AFTER_REPLY. */

@@ -20,7 +20,7 @@ struct conf {
     int64_t port;              /* 0 disables TCP */
     char *unixsocket;          /* NULL or "" = none */
     int64_t unixsocketperm;    /* octal in the file, e.g. 700 */
-    int64_t threads;           /* 0 = online CPUs capped at 16 (resolved by conf_resolve) */
+    int64_t threads;           /* 0 = online CPUs capped at CONF_MAX_THREADS (conf_resolve) */
     int64_t busy_poll_us;      /* spin this long after work while busy; 0 = never (busypoll.h) */
     int64_t io_sched_policy;   /* enum conf_io_sched: the I/O threads' scheduling class */
     int64_t maxclients;
@@ -44,7 +44,16 @@ struct conf {
     int64_t slowlog_max_len;
     int64_t limiter_top_size;           /* counters of LIMITER TOP's sketch (topk.h) */
     int64_t metrics_port;               /* HTTP /metrics port; 0 = off */
+    int64_t busy_reply_threshold;       /* ms a script runs before its shards answer BUSY */
 };
+
+/* Thread safety. CONFIG SET changes a live directive with conf_set while holding the command
+ * layer's conf_lock (struct cmd_env). A live numeric field is an independent int64 scalar: conf_set
+ * stores it with a relaxed atomic store, and a thread that reads it without conf_lock must use
+ * CONF_GET (a relaxed atomic load); under conf_lock a plain read is fine. A string field
+ * (requirepass) is freed and replaced by conf_set, so it is read only under conf_lock. Fields that
+ * are not live are written only before the I/O threads start. */
+#define CONF_GET(c, field) __atomic_load_n(&(c)->field, __ATOMIC_RELAXED)
 
 /* Fills *c with the defaults. Every string field is then a malloc'd string, never NULL (an unset
  * one is ""); conf_free releases them. */

@@ -1,4 +1,4 @@
-/* gcra.h - the Generic Cell Rate Algorithm of CL.THROTTLE (SPEC section 2).
+/* gcra.h - the Generic Cell Rate Algorithm of CL.THROTTLE (COMMANDS.md "CL.THROTTLE").
  *
  * Pure arithmetic in int64 nanoseconds: no I/O, no allocation, no clock. The caller reads the
  * clock once and passes `now`; the caller stores the resulting TAT. */
@@ -36,11 +36,11 @@ int gcra_prepare(int64_t max_burst, int64_t count, int64_t period_s, int64_t qua
  * otherwise; a TAT before now_ns counts as absent). Returns 0, or -1 with *err set if now +
  * tolerance would overflow int64 (only for absurd clocks or parameters). On success r->store is 1
  * only for an allowed call with quantity > 0: a limited call and a peek (quantity 0) store nothing
- * (SPEC 2). */
+ * (COMMANDS.md "CL.THROTTLE"). */
 int gcra_step(const struct gcra_limits *l, int64_t now_ns, int has_tat, int64_t tat,
               struct gcra_result *r, const char **err);
 
-/* SPEC 2 rounding: ns -> ms (floor) -> seconds rounded up. ns must be >= 0. */
+/* COMMANDS.md "CL.THROTTLE" rounding: ns -> ms (floor) -> seconds rounded up. ns must be >= 0. */
 int64_t gcra_ceil_seconds(int64_t ns);
 
 #endif

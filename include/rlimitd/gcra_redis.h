@@ -1,4 +1,4 @@
-/* gcra_redis.h - GCRA, Redis's own rate-limit command (SPEC section 10), beside CL.THROTTLE's.
+/* gcra_redis.h - GCRA, Redis's own rate-limit command (COMMANDS.md "GCRA"), beside CL.THROTTLE's.
  *
  *   GCRA key max_burst tokens_per_period period [TOKENS n]
  *

@@ -1,4 +1,4 @@
-/* isallowed.h - ISALLOWED's request rules (SPEC 3), shared by the daemon and the Redis module:
+/* isallowed.h - ISALLOWED's request rules (COMMANDS.md "ISALLOWED"), shared by the daemon and the Redis module:
  * the state key it derives from its arguments and the validation of period and max_count.
  *
  * Pure: no I/O, no allocation. The window arithmetic itself is swlog.h. */
@@ -28,7 +28,7 @@ size_t isallowed_key(char *buf, const char *user, size_t ulen, const char *actio
 
 /* Validates period (seconds) and max_count against the configured ceiling. Returns 0 and sets
  * *period_ms, or -1 with the error text (after "ERR ") written to err (errlen bytes, NUL
- * terminated), naming the argument as SPEC 3's clients see it. */
+ * terminated), naming the argument as ISALLOWED's clients see it. */
 int isallowed_prepare(int64_t period_s, int64_t max_count, int64_t ceiling, int64_t *period_ms,
                       char *err, size_t errlen);
 

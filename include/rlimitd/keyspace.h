@@ -53,14 +53,22 @@ unsigned ks_shard(const struct keyspace *ks, const struct ks_key *k);
 unsigned ks_nshards(const struct keyspace *ks);
 void ks_lock(struct keyspace *ks, unsigned shard);
 void ks_unlock(struct keyspace *ks, unsigned shard);
+/* 0 if the shard was free and is now held, -1 if another thread (or this one) holds it. */
+int ks_trylock(struct keyspace *ks, unsigned shard);
+/* ks_lock that gives up at a CLOCK_MONOTONIC deadline: 0 held, -1 timed out. */
+int ks_timedlock(struct keyspace *ks, unsigned shard, int64_t mono_deadline_ns);
 
 /* 0 = no limit. Checked when a command would create a key. */
 void ks_set_maxmemory(struct keyspace *ks, uint64_t bytes);
 /* 1 if maxmemory is set and used memory is above it: what refuses a new key. Multi-key writes
  * (MSET) ask once before writing any key, so they are refused whole, never half done. */
 int ks_over_maxmemory(const struct keyspace *ks);
-/* Bytes allocated for entries, values and tables (malloc_usable_size), all shards. */
+/* Bytes allocated for entries, values and tables (malloc_usable_size), all shards, plus the
+ * external bytes last set. */
 uint64_t ks_used_memory(const struct keyspace *ks);
+/* Memory outside the keyspace that counts toward maxmemory (the Lua engines and the script
+ * cache: cmd_script.c keeps it current). */
+void ks_set_external_memory(struct keyspace *ks, uint64_t bytes);
 /* Live entries (may include expired ones not yet reclaimed) and those with an expiry. */
 uint64_t ks_key_count(const struct keyspace *ks);
 uint64_t ks_expires_count(const struct keyspace *ks);
@@ -73,7 +81,7 @@ uint64_t ks_limiter_key_count(const struct keyspace *ks);
  * Returns KS_OK, KS_WRONGTYPE, KS_OOM, or KS_LIMIT_ERR with *err set on arithmetic overflow. */
 int ks_gcra_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
                   const struct gcra_limits *l, struct gcra_result *r, const char **err);
-/* One GCRA (SPEC 10) on key: the same state and returns as ks_gcra_apply, gcra_redis_step's
+/* One GCRA (COMMANDS.md "GCRA") on key: the same state and returns as ks_gcra_apply, gcra_redis_step's
  * arithmetic. */
 int ks_gcra_redis_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
                         const struct gcra_redis_args *a, struct gcra_result *r, const char **err);

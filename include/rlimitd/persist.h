@@ -1,4 +1,4 @@
-/* persist.h - when and how snapshots are taken (SPEC 6): SAVE, BGSAVE, every save-interval
+/* persist.h - when and how snapshots are taken (SNAPSHOT.md): SAVE, BGSAVE, every save-interval
  * seconds when something changed, and at shutdown; loading at start; INFO persistence fields.
  *
  * A save walks the shards one at a time, and each shard in slices of 128 slots: under the

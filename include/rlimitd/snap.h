@@ -1,4 +1,4 @@
-/* snap.h - the snapshot file (SPEC 6; format in docs/SNAPSHOT.md): encoding records, writing a
+/* snap.h - the snapshot file (format in docs/SNAPSHOT.md): encoding records, writing a
  * file crash-safely (temporary file, fsync, rename, directory fsync), and reading one back with
  * every byte checked. Knows nothing of threads or timers: persist.c decides when to save. */
 #ifndef RLIMITD_SNAP_H

@@ -1,4 +1,4 @@
-/* swlog.h - the sliding-window log of ISALLOWED (SPEC section 3).
+/* swlog.h - the sliding-window log of ISALLOWED (COMMANDS.md "ISALLOWED").
  *
  * A ring of attempt timestamps (int64 milliseconds), oldest to newest, kept sorted: an attempt is
  * recorded at max(now, newest) so a wall clock stepping backwards cannot unsort it. Only the newest

@@ -1,5 +1,6 @@
 /* buf.c - the growable byte buffer's out-of-line half (buf.h). */
 #include "rlimitd/buf.h"
+#include "rlimitd/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,10 +25,8 @@ char *rbuf_reserve(struct rbuf *b, size_t n)
         while (cap - b->len < n)
             cap *= 2;
         char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            fprintf(stderr, "rlimitd: out of memory growing a buffer to %zu bytes\n", cap);
-            abort();
-        }
+        if (p == NULL)
+            alloc_fail(cap);
         b->p = p;
         b->cap = cap;
     }

@@ -1,6 +1,6 @@
 /* clock.c - the wall clock, fakeable for tests.
  *
- * SPEC 2 and 3 read CLOCK_REALTIME once per command. Tests and the fuzz target freeze it instead,
+ * COMMANDS.md "CL.THROTTLE" and "ISALLOWED" read CLOCK_REALTIME once per command. Tests and the fuzz target freeze it instead,
  * so limiter decisions are reproducible. The fake time is one atomic shared by all threads: 0
  * means "use the real clock", which costs a relaxed load per reading in production. */
 #include "rlimitd/clock.h"

@@ -1,4 +1,4 @@
-/* conf.c - the directive table and everything driven by it (SPEC 5).
+/* conf.c - the directive table and everything driven by it (CONFIG.md).
  *
  * Each directive is one row of `table` below: its name, how its value is spelled, where it
  * lives in struct conf, its default (written as it would be in the file), its range, whether
@@ -10,6 +10,7 @@
  * Values are checked completely before *c is touched: a failed conf_set leaves *c as it was,
  * which CONFIG SET relies on. */
 #include "rlimitd/conf.h"
+#include "rlimitd/alloc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -150,6 +151,10 @@ static const struct directive table[] = {
         "most arguments in one command"),
     MEM("client-output-buffer-limit", F_LIVE, client_output_buffer_limit, "64mb", KB, INT64_MAX,
         "pending output at which a client stops being read until it drains"),
+    INT("busy-reply-threshold", F_LIVE, busy_reply_threshold, "5000", 0, INT64_MAX / 1000000,
+        "ms a script may run before commands on its keys get -BUSY and SCRIPT KILL may stop it"),
+    INT("lua-time-limit", F_LIVE, busy_reply_threshold, "5000", 0, INT64_MAX / 1000000,
+        "the old name of busy-reply-threshold (the same setting)"),
     INT("slowlog-log-slower-than", F_LIVE, slowlog_log_slower_than, "10000", -1, INT64_MAX,
         "log commands slower than this many microseconds; -1 = off"),
     INT("slowlog-max-len", F_LIVE, slowlog_max_len, "128", 0, 1000000, "slow log entries kept"),
@@ -185,17 +190,6 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* Out of memory while configuring: nothing sensible to fall back to (DESIGN.md, Errors). */
-static char *xstrdup(const char *s)
-{
-    char *p = strdup(s);
-
-    if (p == NULL) {
-        fputs("rlimitd: out of memory\n", stderr);
-        abort();
-    }
-    return p;
-}
-
 static int64_t *int_at(struct conf *c, const struct directive *d)
 {
     return (int64_t *)(void *)((char *)c + d->off);
@@ -430,10 +424,8 @@ static int set_bind(struct conf *c, const struct directive *d, int argc, const c
         for (const char *p = argv[i] + strspn(argv[i], ws); *p; p += strspn(p, ws)) {
             size_t len = strcspn(p, ws);
             words[n] = strndup(p, len);
-            if (words[n] == NULL) {
-                fputs("rlimitd: out of memory\n", stderr);
-                abort();
-            }
+            if (words[n] == NULL)
+                alloc_fail(len + 1);
             n++;
             p += len;
         }
@@ -509,7 +501,8 @@ int conf_set(struct conf *c, const char *name, int argc, const char *const *argv
     if (live && d->off == offsetof(struct conf, client_query_buffer_limit) &&
         bulk_vs_query(c->proto_max_bulk_len, v, err, errlen) != 0)
         return -1;
-    *int_at(c, d) = v;
+    /* Atomic: I/O threads read live numeric fields without conf_lock (CONF_GET, conf.h). */
+    __atomic_store_n(int_at(c, d), v, __ATOMIC_RELAXED);
     if (live && d->apply)
         d->apply(c);
     return 0;

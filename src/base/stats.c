@@ -1,6 +1,6 @@
 /* stats.c - error classification for INFO's errorstat section.
  *
- * Redis counts error replies by their first word (errorstat_ERR, errorstat_WRONGTYPE, ...); SPEC 1
+ * Redis counts error replies by their first word (errorstat_ERR, errorstat_WRONGTYPE, ...); COMMANDS.md "Wire protocol"
  * and 4 list the codes rlimitd can answer. Anything else is counted as OTHER. */
 #include "rlimitd/stats.h"
 

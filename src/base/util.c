@@ -1,6 +1,6 @@
 /* util.c - strict number parsing and formatting, glob matching, small string helpers.
  *
- * Integers are parsed as strictly as Redis parses them (SPEC 2: "every number a base-10
+ * Integers are parsed as strictly as Redis parses them (COMMANDS.md "CL.THROTTLE": "every number a base-10
  * integer"), so "+1", " 1" and "01" are errors here exactly when they are in Redis. */
 #include "rlimitd/util.h"
 
@@ -426,6 +426,16 @@ static char unescape(char c)
     }
 }
 
+/* s[*i] is a closing quote: it must end the input or be followed by whitespace, which it takes
+ * with it. Returns 0 if it is followed by anything else (Redis's "unbalanced quotes"). */
+static int close_quote(const char *s, size_t len, size_t *i)
+{
+    if (*i + 1 < len && !util_is_space((unsigned char)s[*i + 1]))
+        return 0;
+    *i += *i + 1 < len ? 2 : 1;
+    return 1;
+}
+
 long util_split_word(const char *s, size_t len, size_t *pos, char *out)
 {
     size_t i = *pos, n = 0;
@@ -450,9 +460,8 @@ long util_split_word(const char *s, size_t len, size_t *pos, char *out)
                 out[n++] = unescape(s[i + 1]);
                 i += 2;
             } else if (c == '"') {
-                if (i + 1 < len && !util_is_space((unsigned char)s[i + 1]))
+                if (!close_quote(s, len, &i))
                     return -1;
-                i += i + 1 < len ? 2 : 1;
                 break;
             } else {
                 out[n++] = (char)c;
@@ -463,9 +472,8 @@ long util_split_word(const char *s, size_t len, size_t *pos, char *out)
                 out[n++] = '\'';
                 i += 2;
             } else if (c == '\'') {
-                if (i + 1 < len && !util_is_space((unsigned char)s[i + 1]))
+                if (!close_quote(s, len, &i))
                     return -1;
-                i += i + 1 < len ? 2 : 1;
                 break;
             } else {
                 out[n++] = (char)c;

@@ -5,6 +5,7 @@
  * command if the session is inside MULTI, hashes the command's keys, locks their shards in
  * ascending order, runs the handler, unlocks, and counts the call for INFO (DESIGN.md). */
 #include "cmd_internal.h"
+#include "rlimitd/alloc.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "rlimitd/clock.h"
 #include "rlimitd/isallowed.h"
 #include "rlimitd/util.h"
+#include "script.h"
 #include "slowlog.h"
 
 /* ---- the table ---- */
@@ -127,7 +129,7 @@ void reply_ks_error(struct rbuf *out, int rc)
         reply_error(out, "WRONGTYPE Operation against a key holding the wrong kind of value");
         break;
     case KS_OOM:
-        /* SPEC 7's text, verbatim. */
+        /* Redis's text, verbatim (COMMANDS.md "Wire protocol"). */
         reply_error(out, "OOM command not allowed when used memory > 'maxmemory'");
         break;
     case KS_NOTINT:
@@ -212,7 +214,8 @@ void multi_discard(struct session *s)
         free(m);
         s->multi = NULL;
     }
-    s->flags &= ~(SESSION_IN_MULTI | SESSION_MULTI_DIRTY);
+    __atomic_fetch_and(&s->flags, ~(unsigned)(SESSION_IN_MULTI | SESSION_MULTI_DIRTY),
+                       __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_count, -1, __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_mem, 0, __ATOMIC_RELAXED);
 }
@@ -263,9 +266,7 @@ static void cmd_watch(struct cmd_ctx *x)
         return;
     }
     if (s->watched == NULL) {
-        s->watched = calloc(1, sizeof(struct watched));
-        if (s->watched == NULL)
-            abort();
+        s->watched = xcalloc(1, sizeof(struct watched));
         s->watched->ks = x->env->ks;
     }
     struct watched *wd = s->watched;
@@ -281,9 +282,7 @@ static void cmd_watch(struct cmd_ctx *x)
         }
         if (wd->n == wd->cap) {
             wd->cap = wd->cap ? wd->cap * 2 : 4;
-            wd->v = realloc(wd->v, sizeof(*wd->v) * (size_t)wd->cap);
-            if (wd->v == NULL)
-                abort();
+            wd->v = xrealloc(wd->v, sizeof(*wd->v) * (size_t)wd->cap);
         }
         wd->v[wd->n].w = w;
         wd->v[wd->n].version = version;
@@ -332,10 +331,11 @@ void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
     for (int i = 0; i < 20; i++)
         snprintf(env->run_id + 2 * i, 3, "%02x", rnd[i] ^ (unsigned char)(env->start_ns >> i));
     env->slowlog = slowlog_create();
-    env->stats_base = calloc(1, sizeof(struct stats));
-    if (env->stats_base == NULL)
-        abort();
+    env->stats_base = xcalloc(1, sizeof(struct stats));
     env->top = limiter_top_create((uint32_t)conf->limiter_top_size);
+    if (ks != NULL) {
+        env->script_since = xcalloc(ks_nshards(ks), sizeof(*env->script_since));
+    }
     clock_ticks_to_us(0); /* calibrate now, not during the first command */
     atomic_store(&env->auth_required, conf->requirepass != NULL && conf->requirepass[0] != '\0');
 }
@@ -346,6 +346,10 @@ void cmd_env_deinit(struct cmd_env *env)
     limiter_top_destroy(&env->top);
     free(env->stats_base);
     env->stats_base = NULL;
+    free(env->script_since);
+    env->script_since = NULL;
+    script_engine_free_all();
+    script_cache_free();
     pthread_mutex_destroy(&env->conf_lock);
     pthread_mutex_destroy(&env->names_lock);
 }
@@ -364,11 +368,15 @@ static int collect_keys(const struct cmd_def *d, struct session *s, int argc, ch
         if (sc->dcap < need) {
             free(sc->derived);
             sc->dcap = need < 256 ? 256 : need;
-            sc->derived = malloc(sc->dcap);
-            if (sc->derived == NULL)
-                abort();
+            sc->derived = xmalloc(sc->dcap);
         }
         n = 1;
+    } else if (d->flags & CMD_NUMKEYS) {
+        /* An invalid count gives no keys; the handler replies the error. */
+        int64_t nk;
+        if (argc >= 3 && util_parse_i64(argv[2], lens[2], &nk) == 0 && nk >= 0 &&
+            nk <= argc - 3)
+            n = (int)nk;
     } else if (d->first_key > 0) {
         int last = d->last_key < 0 ? argc + d->last_key : d->last_key;
         if (last >= argc)
@@ -378,16 +386,16 @@ static int collect_keys(const struct cmd_def *d, struct session *s, int argc, ch
     if (n > sc->cap) {
         free(sc->keys);
         sc->cap = n < 8 ? 8 : n;
-        sc->keys = malloc(sizeof(struct ks_key) * (size_t)sc->cap);
-        if (sc->keys == NULL)
-            abort();
+        sc->keys = xmalloc(sizeof(struct ks_key) * (size_t)sc->cap);
     }
     if (d->flags & CMD_KEYDERIVED) {
         size_t len = isallowed_key(sc->derived, argv[1], lens[1], argv[2], lens[2]);
         ks_key_init(ks, &sc->keys[0], sc->derived, len);
     } else {
+        int first = d->flags & CMD_NUMKEYS ? 3 : d->first_key;
+        int step = d->flags & CMD_NUMKEYS ? 1 : d->step;
         for (int i = 0; i < n; i++) {
-            int a = d->first_key + i * d->step;
+            int a = first + i * step;
             ks_key_init(ks, &sc->keys[i], argv[a], lens[a]);
         }
     }
@@ -395,10 +403,8 @@ static int collect_keys(const struct cmd_def *d, struct session *s, int argc, ch
     return n;
 }
 
-#define MAX_SHARD_WORDS 64 /* 4096 shards at most (ks_create's limit) */
-
 struct shard_set {
-    uint64_t w[MAX_SHARD_WORDS];
+    uint64_t w[SHARD_WORDS];
 };
 
 static void shard_set_add(struct shard_set *set, unsigned shard)
@@ -410,6 +416,7 @@ static void shard_set_add(struct shard_set *set, unsigned shard)
 static void lock_set(struct keyspace *ks, const struct shard_set *set, int lock)
 {
     unsigned words = (ks_nshards(ks) + 63) / 64;
+    _Static_assert(sizeof(set->w) / sizeof(set->w[0]) == SHARD_WORDS, "shard set size");
     for (unsigned w = 0; w < words; w++) {
         uint64_t bits = set->w[w];
         while (bits != 0) {
@@ -422,6 +429,70 @@ static void lock_set(struct keyspace *ks, const struct shard_set *set, int lock)
         }
     }
 }
+
+/* Locks a shard for a command, unless a script has held it past busy-reply-threshold: then
+ * -1 (the caller answers BUSY) instead of waiting for the script. A shard without a script
+ * marker is locked plainly. */
+static int lock_or_busy(struct cmd_env *env, unsigned shard)
+{
+    for (;;) {
+        int64_t since = env->script_since == NULL
+                            ? 0
+                            : atomic_load_explicit(&env->script_since[shard],
+                                                   memory_order_relaxed);
+        if (since == 0) {
+            ks_lock(env->ks, shard);
+            return 0;
+        }
+        int64_t ms = __atomic_load_n(&env->conf->busy_reply_threshold, __ATOMIC_RELAXED);
+        int64_t deadline = since + ms * 1000000;
+        if (clock_mono_ns() >= deadline)
+            return ks_trylock(env->ks, shard);
+        if (ks_timedlock(env->ks, shard, deadline) == 0)
+            return 0;
+        /* Timed out: the same script is now busy, or another took the shard: look again. */
+    }
+}
+
+/* Locks the set ascending; on BUSY releases what it took and returns -1. */
+static int lock_set_or_busy(struct cmd_env *env, const struct shard_set *set)
+{
+    unsigned words = (ks_nshards(env->ks) + 63) / 64;
+    for (unsigned w = 0; w < words; w++) {
+        uint64_t bits = set->w[w];
+        while (bits != 0) {
+            unsigned shard = w * 64 + (unsigned)__builtin_ctzll(bits);
+            bits &= bits - 1;
+            if (lock_or_busy(env, shard) != 0) {
+                struct shard_set taken = {{0}};
+                for (unsigned v = 0; v < w; v++)
+                    taken.w[v] = set->w[v];
+                taken.w[w] = set->w[w] & ((1ull << (shard % 64)) - 1);
+                lock_set(env->ks, &taken, 0);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Whether a script has held some shard past busy-reply-threshold: a whole-keyspace command
+ * then answers BUSY rather than start and wait on that shard. */
+static int any_shard_busy(struct cmd_env *env)
+{
+    if (env->script_since == NULL)
+        return 0;
+    int64_t ms = __atomic_load_n(&env->conf->busy_reply_threshold, __ATOMIC_RELAXED);
+    int64_t now = clock_mono_ns();
+    for (unsigned i = 0; i < ks_nshards(env->ks); i++) {
+        int64_t since = atomic_load_explicit(&env->script_since[i], memory_order_relaxed);
+        if (since != 0 && now - since >= ms * 1000000)
+            return 1;
+    }
+    return 0;
+}
+
+#define BUSY_TEXT "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 
 void ctx_lock_shard(struct cmd_ctx *x, unsigned shard)
 {
@@ -443,30 +514,58 @@ static void count_error(struct session *s, const struct rbuf *out, size_t start)
         stats_add(&s->stats->errors[stats_err_of(out->p + start)], 1);
 }
 
+static void reject(struct session *s, int idx, struct rbuf *out, const char *msg);
+static void run_keys(struct cmd_env *env, struct session *s, int idx, int argc, char **argv,
+                     const size_t *lens, struct rbuf *out, int64_t now, int all_locked,
+                     int from_script, struct ks_key *keys, int nkeys);
+
 /* Runs a command whose arity and permissions were checked, with its shards locked unless
- * all_locked. Counts it. */
+ * all_locked (inside EXEC, or called from a script, which holds them). Counts it. A script's
+ * calls stay out of the slow log (the script is logged as one command). */
 static void run(struct cmd_env *env, struct session *s, int idx, int argc, char **argv,
-                const size_t *lens, struct rbuf *out, int64_t now, int all_locked)
+                const size_t *lens, struct rbuf *out, int64_t now, int all_locked,
+                int from_script)
+{
+    run_keys(env, s, idx, argc, argv, lens, out, now, all_locked, from_script, NULL, 0);
+}
+
+/* run() with the command's keys already collected (keys != NULL), as redis.call has them. */
+static void run_keys(struct cmd_env *env, struct session *s, int idx, int argc, char **argv,
+                     const size_t *lens, struct rbuf *out, int64_t now, int all_locked,
+                     int from_script, struct ks_key *keys, int nkeys)
 {
     const struct cmd_def *d = &commands[idx];
-    struct cmd_ctx x = {env, s, argc, argv, lens, NULL, 0, now, out, all_locked};
+    struct cmd_ctx x = {env, s, argc, argv, lens, keys, nkeys, now, out, all_locked};
     size_t start = out->len;
     uint64_t t0 = clock_ticks();
-    x.nkeys = collect_keys(d, s, argc, argv, lens, env->ks, &x.keys);
-    s->last_cmd = idx; /* before running: CLIENT LIST shows itself as the current command */
+    if (keys == NULL)
+        x.nkeys = collect_keys(d, s, argc, argv, lens, env->ks, &x.keys);
+    /* Atomic (CLIENT LIST on another thread reads it); before running: CLIENT LIST shows
+     * itself as the current command. */
+    __atomic_store_n(&s->last_cmd, idx, __ATOMIC_RELAXED);
 
+    if (!all_locked && (d->flags & CMD_ALLSHARDS) && any_shard_busy(env)) {
+        reject(s, idx, out, BUSY_TEXT);
+        return;
+    }
     if (all_locked || x.nkeys == 0) {
         d->fn(&x);
     } else if (x.nkeys == 1) {
         unsigned shard = ks_shard(env->ks, &x.keys[0]);
-        ks_lock(env->ks, shard);
+        if (lock_or_busy(env, shard) != 0) {
+            reject(s, idx, out, BUSY_TEXT);
+            return;
+        }
         d->fn(&x);
         ks_unlock(env->ks, shard);
     } else {
         struct shard_set set = {{0}};
         for (int i = 0; i < x.nkeys; i++)
             shard_set_add(&set, ks_shard(env->ks, &x.keys[i]));
-        lock_set(env->ks, &set, 1);
+        if (lock_set_or_busy(env, &set) != 0) {
+            reject(s, idx, out, BUSY_TEXT);
+            return;
+        }
         d->fn(&x);
         lock_set(env->ks, &set, 0);
     }
@@ -484,7 +583,7 @@ static void run(struct cmd_env *env, struct session *s, int idx, int argc, char 
             stats_add(&s->stats->dirty, 1);
         }
     }
-    if (env->slowlog != NULL)
+    if (env->slowlog != NULL && !from_script)
         slowlog_maybe_add(env->slowlog, env->conf, now, dur_us, argc, argv, lens, s);
 }
 
@@ -499,7 +598,7 @@ static void reject(struct session *s, int idx, struct rbuf *out, const char *msg
     }
     /* Redis: an error while queueing makes EXEC fail. */
     if (s->flags & SESSION_IN_MULTI)
-        s->flags |= SESSION_MULTI_DIRTY;
+        __atomic_fetch_or(&s->flags, SESSION_MULTI_DIRTY, __ATOMIC_RELAXED);
 }
 
 static void reject_unknown(struct session *s, int argc, char **argv, const size_t *lens,
@@ -533,9 +632,7 @@ static void queue(struct session *s, int idx, int argc, char **argv, const size_
     struct multi *m = s->multi;
     if (m->n == m->cap) {
         int cap = m->cap ? m->cap * 2 : 8;
-        struct queued *q = realloc(m->q, sizeof(*q) * (size_t)cap);
-        if (q == NULL)
-            abort();
+        struct queued *q = xrealloc(m->q, sizeof(*q) * (size_t)cap);
         m->q = q;
         m->cap = cap;
     }
@@ -544,9 +641,7 @@ static void queue(struct session *s, int idx, int argc, char **argv, const size_
         bytes += lens[i] + 1;
     /* One block: argv pointers, lengths, then the argument bytes. */
     size_t head = sizeof(char *) * (size_t)argc + sizeof(size_t) * (size_t)argc;
-    char *block = malloc(head + bytes);
-    if (block == NULL)
-        abort();
+    char *block = xmalloc(head + bytes);
     struct queued *e = &m->q[m->n++];
     __atomic_store_n(&s->multi_count, m->n, __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_mem, s->multi_mem + head + bytes, __ATOMIC_RELAXED);
@@ -570,10 +665,8 @@ static void cmd_multi(struct cmd_ctx *x)
         reply_error(x->out, "ERR MULTI calls can not be nested");
         return;
     }
-    x->s->multi = calloc(1, sizeof(struct multi));
-    if (x->s->multi == NULL)
-        abort();
-    x->s->flags |= SESSION_IN_MULTI;
+    x->s->multi = xcalloc(1, sizeof(struct multi));
+    __atomic_fetch_or(&x->s->flags, SESSION_IN_MULTI, __ATOMIC_RELAXED);
     __atomic_store_n(&x->s->multi_count, 0, __ATOMIC_RELAXED);
     reply_ok(x->out);
 }
@@ -603,7 +696,7 @@ static void cmd_exec(struct cmd_ctx *x)
         return;
     }
     /* Take every shard the transaction touches before its first command, so no other client's
-     * command interleaves on those keys (SPEC 4). A whole-keyspace command takes them all. */
+     * command interleaves on those keys (COMMANDS.md). A whole-keyspace command takes them all. */
     struct multi *m = s->multi;
     struct keyspace *ks = x->env->ks;
     struct shard_set set = {{0}};
@@ -635,13 +728,14 @@ static void cmd_exec(struct cmd_ctx *x)
     }
     /* Detach the queue first: a queued RESET or QUIT must not free it under us. */
     s->multi = NULL;
-    s->flags &= ~(SESSION_IN_MULTI | SESSION_MULTI_DIRTY);
+    __atomic_fetch_and(&s->flags, ~(unsigned)(SESSION_IN_MULTI | SESSION_MULTI_DIRTY),
+                       __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_count, -1, __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_mem, 0, __ATOMIC_RELAXED);
     reply_array(x->out, m->n);
     for (int i = 0; i < m->n; i++)
         run(x->env, s, m->q[i].cmd, m->q[i].argc, m->q[i].argv, m->q[i].lens, x->out, x->now,
-            1);
+            1, 0);
     lock_set(ks, &set, 0);
     watch_release_all(s);
     struct session tmp = {0};
@@ -684,7 +778,129 @@ void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
         reply_simple(out, "QUEUED");
         return;
     }
-    run(env, s, idx, argc, argv, lens, out, now, 0);
+    run(env, s, idx, argc, argv, lens, out, now, 0, 0);
+}
+
+/* ---- redis.call ---- */
+
+static int bit_is(const uint64_t *set, unsigned shard)
+{
+    return (set[shard / 64] >> (shard % 64)) & 1;
+}
+
+static int declared(const struct script_hold *h, const struct ks_key *k)
+{
+    for (int i = 0; i < h->nkeys; i++)
+        if (h->keys[i].hash == k->hash && h->keys[i].len == k->len &&
+            memcmp(h->keys[i].p, k->p, k->len) == 0)
+            return 1;
+    return 0;
+}
+
+/* Takes an ISALLOWED state key's shard for the rest of the script (script_hold). */
+static int hold_derived(struct script_hold *h, unsigned shard)
+{
+    struct keyspace *ks = h->x->env->ks;
+    if (bit_is(h->held, shard) || bit_is(h->extra, shard))
+        return 0;
+    if (h->x->all_locked)
+        return -1; /* inside EXEC: the transaction's set is fixed */
+    if ((int)shard > h->max_held) {
+        ks_lock(ks, shard);
+        h->max_held = (int)shard;
+    } else if (ks_trylock(ks, shard) != 0) {
+        return -1;
+    }
+    h->extra[shard / 64] |= 1ull << (shard % 64);
+    return 0;
+}
+
+void cmd_from_script(struct script_hold *h, int argc, char **argv, const size_t *lens,
+                     struct rbuf *out)
+{
+    struct cmd_ctx *x = h->x;
+    struct session *s = x->s;
+    int idx = lookup(argv[0], lens[0]);
+    if (idx < 0) {
+        reply_error(out, "ERR Unknown Redis command called from script");
+        return;
+    }
+    const struct cmd_def *d = &commands[idx];
+    if (!arity_ok(d, argc)) {
+        reply_error(out, "ERR Wrong number of args calling Redis command from script");
+        return;
+    }
+    if (d->flags & CMD_NOSCRIPT) {
+        reply_error(out, "ERR This Redis command is not allowed from script");
+        return;
+    }
+    if ((d->flags & CMD_WRITE) && h->read_only) {
+        reply_error(out, "ERR Write commands are not allowed from read-only scripts.");
+        return;
+    }
+    if (d->flags & CMD_ALLSHARDS) {
+        reply_error(out, "ERR This command visits every shard and is not allowed from scripts "
+                         "in rlimitd");
+        return;
+    }
+    struct ks_key *keys;
+    int n = collect_keys(d, s, argc, argv, lens, x->env->ks, &keys);
+    for (int i = 0; i < n; i++) {
+        struct ks_key named = keys[i];
+        if (d->flags & CMD_KEYDERIVED)
+            ks_key_init(x->env->ks, &named, argv[1], lens[1]);
+        if (!declared(h, &named)) {
+            reply_error(out, "ERR Script attempted to access a key not declared in KEYS "
+                             "(rlimitd locks exactly the declared keys)");
+            return;
+        }
+        if ((d->flags & CMD_KEYDERIVED) && hold_derived(h, ks_shard(x->env->ks, &keys[i]))) {
+            reply_error(out, "ERR ISALLOWED's state key is in a shard held by another client; "
+                             "retry the script");
+            return;
+        }
+    }
+    if (d->flags & CMD_WRITE) {
+        h->wrote = 1;
+        script_note_write();
+    }
+    int last = s->last_cmd;
+    run_keys(x->env, s, idx, argc, argv, lens, out, x->now, 1, 1, keys, n);
+    s->last_cmd = last;
+}
+
+void script_hold_init(struct script_hold *h, struct cmd_ctx *x, struct ks_key *keys, int n)
+{
+    int64_t start = clock_mono_ns();
+    memset(h, 0, sizeof(*h));
+    h->x = x;
+    h->keys = keys;
+    h->nkeys = n;
+    h->max_held = -1;
+    for (int i = 0; i < n; i++) {
+        unsigned shard = ks_shard(x->env->ks, &keys[i]);
+        h->held[shard / 64] |= 1ull << (shard % 64);
+        if ((int)shard > h->max_held)
+            h->max_held = (int)shard;
+        if (x->env->script_since != NULL)
+            atomic_store(&x->env->script_since[shard], start);
+    }
+}
+
+void script_hold_release(struct script_hold *h)
+{
+    struct keyspace *ks = h->x->env->ks;
+    if (h->x->env->script_since != NULL)
+        for (int i = 0; i < h->nkeys; i++)
+            atomic_store(&h->x->env->script_since[ks_shard(ks, &h->keys[i])], 0);
+    for (unsigned w = 0; w < SHARD_WORDS; w++) {
+        uint64_t bits = h->extra[w];
+        while (bits != 0) {
+            ks_unlock(ks, w * 64 + (unsigned)__builtin_ctzll(bits));
+            bits &= bits - 1;
+        }
+        h->extra[w] = 0;
+    }
 }
 
 /* ---- the transaction commands ---- */

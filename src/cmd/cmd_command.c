@@ -1,4 +1,4 @@
-/* cmd_command.c - COMMAND [COUNT|INFO|DOCS|GETKEYS|GETKEYSANDFLAGS|LIST|HELP] (SPEC 4).
+/* cmd_command.c - COMMAND [COUNT|INFO|DOCS|GETKEYS|GETKEYSANDFLAGS|LIST|HELP] (COMMANDS.md).
  *
  * Cluster-aware clients (redis-py, go-redis) read COMMAND once to learn where each command keeps
  * its keys, and route CL.THROTTLE and ISALLOWED by their first argument from that; redis-cli

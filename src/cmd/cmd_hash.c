@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "rlimitd/alloc.h"
 #include "rlimitd/util.h"
 
 /* Opens key's hash; on WRONGTYPE or OOM replies the error and returns -1. */
@@ -236,9 +237,7 @@ static void cmd_hincrbyfloat(struct cmd_ctx *x)
         reply_error(x->out, "ERR increment would produce NaN or Infinity");
         return;
     }
-    char *buf = malloc(UTIL_LD_MAX_CHARS);
-    if (buf == NULL)
-        abort();
+    char *buf = xmalloc(UTIL_LD_MAX_CHARS);
     size_t n = util_fmt_ld_human(buf, cur);
     hv_set(&r.h, x->argv[2], x->lens[2], buf, n);
     close_hash(x, &r, 1);

@@ -1,4 +1,4 @@
-/* cmd_info.c - INFO [section ...] (SPEC 4).
+/* cmd_info.c - INFO [section ...] (COMMANDS.md).
  *
  * Monitoring tools (redis_exporter, redis-cli --stat, client libraries checking the version)
  * parse INFO by Redis's field names, so rlimitd uses those names and Redis's layout: one bulk
@@ -24,6 +24,7 @@
 #include "rlimitd/clock.h"
 #include "rlimitd/util.h"
 #include "rlimitd_version.h"
+#include "script.h"
 
 /* The Redis version INFO claims. Clients and tools gate features on redis_version (redis-py
  * and go-redis pick command shapes by it, redis_exporter its metric set); rlimitd answers
@@ -293,10 +294,16 @@ static void sec_memory(struct info *in)
     for (int i = 0; i < env->nstats; i++)
         clients_mem += stats_get(&env->stats[i]->clients_mem);
     add(in->b, "mem_clients_normal:%" PRIu64, clients_mem);
+    uint64_t lua = script_engine_memory();
+    add(in->b, "used_memory_lua:%" PRIu64, lua);
+    human(h, sizeof(h), lua);
+    add(in->b, "used_memory_lua_human:%s", h);
+    add(in->b, "used_memory_scripts_eval:%" PRIu64, script_cache_bytes());
+    add(in->b, "number_of_cached_scripts:%" PRIu64, script_cache_count());
     add(in->b, "maxmemory:%" PRId64, maxmemory);
     human(h, sizeof(h), maxmemory > 0 ? (uint64_t)maxmemory : 0);
     add(in->b, "maxmemory_human:%s", h);
-    /* Over maxmemory rlimitd refuses new keys and evicts nothing (SPEC 7). */
+    /* Over maxmemory rlimitd refuses new keys and evicts nothing (COMMANDS.md "Wire protocol"). */
     add(in->b, "maxmemory_policy:noeviction");
     add(in->b, "mem_allocator:libc");
 }
@@ -304,7 +311,7 @@ static void sec_memory(struct info *in)
 static void sec_persistence(struct info *in)
 {
     struct cmd_env *env = in->env;
-    /* The snapshot is loaded before the port opens (SPEC 6): a client never sees loading. */
+    /* The snapshot is loaded before the port opens (SNAPSHOT.md): a client never sees loading. */
     add(in->b, "loading:0");
     add(in->b, "async_loading:0");
     if (env->hooks.info_persistence != NULL) {

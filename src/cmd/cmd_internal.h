@@ -25,6 +25,7 @@
 #define CMD_KEYDERIVED 0x800u /* the state key is built from the arguments (ISALLOWED) */
 #define CMD_NO_MULTI 0x1000u  /* refused inside MULTI: SAVE would wait on the shard locks EXEC
                                * holds; SHUTDOWN as Redis */
+#define CMD_NUMKEYS 0x2000u   /* EVAL family: argv[2] counts the keys that follow it */
 
 struct cmd_ctx {
     struct cmd_env *env;
@@ -80,7 +81,7 @@ struct cmd_def {
 /* The areas, in COMMAND's order; cmd.c joins their tables into one at the first lookup. */
 #define CMD_AREAS(X)                                                                              \
     X(limit) X(string) X(key) X(hash) X(server) X(slowlog) X(info) X(command) X(tx) X(limiter)   \
-    X(zset)
+    X(zset) X(script)
 #define CMD_DECLARE_AREA(a)                                                                       \
     extern const struct cmd_def cmd_##a##_table[];                                                \
     extern const int cmd_##a##_count;
@@ -90,12 +91,33 @@ CMD_AREAS(CMD_DECLARE_AREA)
 /* The joined table (n rows). */
 const struct cmd_def *cmd_table(int *n);
 
+/* A running script's hold on the keyspace (cmd_script.c sets it up, cmd.c's cmd_from_script
+ * checks each redis.call against it). The dispatcher locked the shards of the declared KEYS
+ * before EVAL's handler ran; a call may touch only declared keys. ISALLOWED's state key is
+ * derived from its arguments, so its shard may be outside that set: cmd_from_script then takes
+ * it too (blocking only for a shard above every held one, so lock order stays ascending;
+ * otherwise trylock) and records it in `extra` for the handler to release. */
+#define SHARD_WORDS 64 /* 4096 shards at most (ks_create's limit) */
+struct script_hold {
+    struct cmd_ctx *x;      /* the EVAL: env, session, the one clock reading */
+    struct ks_key *keys;    /* the declared KEYS, hashed */
+    int nkeys;
+    uint64_t held[SHARD_WORDS];  /* shards locked for the declared keys */
+    uint64_t extra[SHARD_WORDS]; /* shards locked during the script, released after it */
+    int max_held;           /* highest shard held, -1 for none */
+    int read_only;          /* EVAL_RO or "#!lua flags=no-writes" */
+    int wrote;              /* a write command ran */
+};
+void script_hold_init(struct script_hold *h, struct cmd_ctx *x, struct ks_key *keys, int n);
+/* Clears the BUSY markers and releases the shards taken during the script (`extra`). */
+void script_hold_release(struct script_hold *h);
+
 /* Whole-keyspace handlers take shards through these, so that inside EXEC (all shards already
  * held) they do not lock twice. */
 void ctx_lock_shard(struct cmd_ctx *x, unsigned shard);
 void ctx_unlock_shard(struct cmd_ctx *x, unsigned shard);
 
-/* Argument helpers: parse argv[i] as a strict integer; on failure reply the SPEC error
+/* Argument helpers: parse argv[i] as a strict integer; on failure reply Redis's error
  * "ERR value is not an integer or out of range" and return -1. */
 int arg_i64(struct cmd_ctx *x, int i, int64_t *out);
 int arg_is(const struct cmd_ctx *x, int i, const char *lit);
@@ -109,7 +131,8 @@ void reply_ks_error(struct rbuf *out, int rc);
  * it once per decision; near = allowed with at most 10% of the capacity left (each command
  * defines it, docs/COMMANDS.md "Observability"). The caller holds the key's shard lock. */
 void limiter_stats_count(struct cmd_ctx *x, enum stats_lim kind, int allowed, int near);
-/* The LIMITER TOP list, highest first: calls fn for at most n keys, under the sketch's lock. */
+/* The LIMITER TOP list, highest first: merges the I/O threads' sketches (cmd_limiter.c), then
+ * calls fn for at most n keys (and at most limiter-top-size), holding no lock. */
 typedef void (*limiter_top_fn)(void *ud, const char *key, size_t len, uint64_t count);
 void limiter_top_each(struct cmd_env *env, uint32_t n, limiter_top_fn fn, void *ud);
 void limiter_top_clear(struct cmd_env *env);

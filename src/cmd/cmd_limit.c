@@ -1,4 +1,4 @@
-/* cmd_limit.c - CL.THROTTLE (SPEC 2), GCRA (SPEC 10) and ISALLOWED (SPEC 3): validate, apply,
+/* cmd_limit.c - CL.THROTTLE (COMMANDS.md "CL.THROTTLE"), GCRA (COMMANDS.md "GCRA") and ISALLOWED (COMMANDS.md "ISALLOWED"): validate, apply,
  * reply. */
 #include "cmd_internal.h"
 
@@ -8,20 +8,32 @@
 #include "rlimitd/gcra_redis.h"
 #include "rlimitd/isallowed.h"
 
-/* The reply both GCRA commands share: five integers. */
-static void reply_gcra(struct rbuf *out, const struct gcra_result *r)
+/* What both GCRA commands do with the keyspace's answer: an error reply, or the count for INFO
+ * limiter (near: at most a tenth of the limit left; limit 1..9: nothing left) and the five
+ * integers. */
+static void finish_gcra(struct cmd_ctx *x, enum stats_lim kind, int rc, const char *err,
+                        const struct gcra_result *r)
 {
-    rbuf_append(out, "*5\r\n", 4);
-    reply_int(out, r->limited);
-    reply_int(out, r->limit);
-    reply_int(out, r->remaining);
-    reply_int(out, r->retry_after);
-    reply_int(out, r->reset_after);
+    if (rc == KS_LIMIT_ERR) {
+        reply_errorf(x->out, "ERR %s", err);
+        return;
+    }
+    if (rc != KS_OK) {
+        reply_ks_error(x->out, rc);
+        return;
+    }
+    limiter_stats_count(x, kind, !r->limited, r->remaining <= r->limit / 10);
+    rbuf_append(x->out, "*5\r\n", 4);
+    reply_int(x->out, r->limited);
+    reply_int(x->out, r->limit);
+    reply_int(x->out, r->remaining);
+    reply_int(x->out, r->retry_after);
+    reply_int(x->out, r->reset_after);
 }
 
 static void cmd_throttle(struct cmd_ctx *x)
 {
-    /* SPEC 2: arity 5 or 6 (the table says "at least 5"). */
+    /* COMMANDS.md "CL.THROTTLE": arity 5 or 6 (the table says "at least 5"). */
     if (x->argc > 6) {
         reply_error(x->out, "ERR wrong number of arguments for 'cl.throttle' command");
         return;
@@ -40,17 +52,7 @@ static void cmd_throttle(struct cmd_ctx *x)
     }
     struct gcra_result r;
     int rc = ks_gcra_apply(x->env->ks, &x->keys[0], x->now, &l, &r, &err);
-    if (rc == KS_LIMIT_ERR) {
-        reply_errorf(x->out, "ERR %s", err);
-        return;
-    }
-    if (rc != KS_OK) {
-        reply_ks_error(x->out, rc);
-        return;
-    }
-    /* near: at most a tenth of the limit left (limit 1..9: nothing left). */
-    limiter_stats_count(x, LIM_THROTTLE, !r.limited, r.remaining <= r.limit / 10);
-    reply_gcra(x->out, &r);
+    finish_gcra(x, LIM_THROTTLE, rc, err, &r);
 }
 
 /* GCRA key max_burst tokens_per_period period [TOKENS n]: Redis's checks in Redis's order
@@ -65,16 +67,7 @@ static void cmd_gcra(struct cmd_ctx *x)
     }
     struct gcra_result r;
     int rc = ks_gcra_redis_apply(x->env->ks, &x->keys[0], x->now, &a, &r, &err);
-    if (rc == KS_LIMIT_ERR) {
-        reply_errorf(x->out, "ERR %s", err);
-        return;
-    }
-    if (rc != KS_OK) {
-        reply_ks_error(x->out, rc);
-        return;
-    }
-    limiter_stats_count(x, LIM_GCRA, !r.limited, r.remaining <= r.limit / 10);
-    reply_gcra(x->out, &r);
+    finish_gcra(x, LIM_GCRA, rc, err, &r);
 }
 
 static void cmd_isallowed(struct cmd_ctx *x)

@@ -2,16 +2,24 @@
  * /metrics) and the most-limited keys (LIMITER TOP [COUNT n], LIMITER HELP).
  *
  * Counting an allowed call is two single-writer increments on the calling thread's struct
- * stats: no lock, no shared cache line. A limited call also goes into one space-saving sketch
- * (topk.h) under its own mutex. One sketch, not one per thread: merging per-thread sketches
- * loses the guarantee that a key limited more than N/size times is listed. Only limited calls
- * take the mutex, and they are the rarer ones (DESIGN.md "Observability").
+ * stats: no lock, no shared cache line. A limited call also goes into its I/O thread's own
+ * space-saving sketch (topk.h), under that sketch's spin lock: only the owner thread and
+ * readers take it, so on the hot path it is free and its cache line stays on the owner's CPU.
+ * A spin lock, as taking a free one is one atomic exchange and releasing it one store (a
+ * mutex costs several times that); the owner can only wait while a reader merges that one
+ * sketch (O(k), rare), and a waiter yields its CPU, as the holder may be preempted.
+ * Readers (LIMITER TOP, /metrics) merge the sketches one at a time into a private merged
+ * sketch; topk.h proves the merged list keeps the single sketch's bounds in terms of the total
+ * N (DESIGN.md "Observability").
  *
- * Lock order: a key's shard lock (held by the dispatcher around the handler), then the
- * sketch's mutex. Nothing takes a shard lock or conf_lock while holding the sketch's mutex. */
+ * Lock order: a key's shard lock (held by the dispatcher around the handler), then one
+ * sketch's lock. Nothing takes a shard lock or conf_lock while holding a sketch's lock, and
+ * no one holds two sketch locks. */
 #include "cmd_internal.h"
+#include "rlimitd/alloc.h"
 
-#include <stdio.h>
+#include <sched.h>
+#include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,45 +27,43 @@
 
 #define TOP_DEFAULT 10
 #define TOP_MAX 1000
+/* One sketch per I/O thread, and one shared by any other caller (a session without a
+ * thread's stats, as in the unit tests): correct whoever uses which, as each has its lock. */
+#define TOP_PARTS (CONF_MAX_THREADS + 1)
 
-struct limiter_top {
-    pthread_mutex_t lock;
-    struct topk *t; /* malloc'd block of topk_bytes(size) */
-    uint8_t seed[16];
+struct top_part {
+    alignas(64) pthread_spinlock_t lock; /* its own cache line: no false sharing */
+    struct topk *t; /* malloc'd block of topk_bytes(size), NULL until first used */
 };
 
-static struct topk *top_alloc(const uint8_t seed[16], uint32_t size)
+struct limiter_top {
+    struct top_part parts[TOP_PARTS];
+};
+
+static void part_lock(struct top_part *p)
+{
+    while (pthread_spin_trylock(&p->lock) != 0)
+        sched_yield();
+}
+
+static uint32_t clamp_size(int64_t size)
 {
     if (size < TOPK_MIN_SIZE)
-        size = TOPK_MIN_SIZE;
+        return TOPK_MIN_SIZE;
     if (size > TOPK_MAX_SIZE)
-        size = TOPK_MAX_SIZE;
-    void *mem = malloc(topk_bytes(size));
-    if (mem == NULL)
-        abort();
-    return topk_init(mem, size, seed);
+        return TOPK_MAX_SIZE;
+    return (uint32_t)size;
 }
 
 struct limiter_top *limiter_top_create(uint32_t size)
 {
-    struct limiter_top *top = calloc(1, sizeof(*top));
+    (void)size; /* each part is sized from the configuration at its first use (part_fit) */
+    struct limiter_top *top = aligned_alloc(64, sizeof(struct limiter_top));
     if (top == NULL)
         abort();
-    /* Adaptive: a thread finding it held spins briefly before sleeping, as the section is a
-     * few hundred nanoseconds and a futex sleep and wake-up would cost more. */
-    pthread_mutexattr_t attr;
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
-    pthread_mutex_init(&top->lock, &attr);
-    pthread_mutexattr_destroy(&attr);
-    /* A per-process random seed: a client cannot aim keys at one probe run of the sketch. */
-    FILE *f = fopen("/dev/urandom", "rb");
-    if (f != NULL) {
-        if (fread(top->seed, 1, sizeof(top->seed), f) != sizeof(top->seed))
-            memset(top->seed, 0x5a, sizeof(top->seed));
-        fclose(f);
-    }
-    top->t = top_alloc(top->seed, size);
+    memset(top, 0, sizeof(*top));
+    for (int i = 0; i < TOP_PARTS; i++)
+        pthread_spin_init(&top->parts[i].lock, PTHREAD_PROCESS_PRIVATE);
     return top;
 }
 
@@ -66,21 +72,31 @@ void limiter_top_destroy(struct limiter_top **tp)
     struct limiter_top *top = *tp;
     if (top == NULL)
         return;
-    free(top->t);
-    pthread_mutex_destroy(&top->lock);
+    for (int i = 0; i < TOP_PARTS; i++) {
+        free(top->parts[i].t);
+        pthread_spin_destroy(&top->parts[i].lock);
+    }
     free(top);
     *tp = NULL;
 }
 
-/* Caller holds top->lock. CONFIG SET limiter-top-size (or a reload) takes effect here, at the
- * next use: a sketch of the new size starts empty, as its bound is in terms of its own N. */
-static void top_fit(struct cmd_env *env, struct limiter_top *top)
+/* Caller holds p->lock. CONFIG SET limiter-top-size (or a reload) takes effect here, at the
+ * part's next use: a sketch of the new size starts empty, as its bound is in terms of its own
+ * N. The hashes added are the keyspace's (keyed SipHash), so the sketch's own seed is unused. */
+static void part_fit(struct top_part *p, uint32_t size)
 {
-    int64_t want = __atomic_load_n(&env->conf->limiter_top_size, __ATOMIC_RELAXED);
-    if (want >= TOPK_MIN_SIZE && want <= TOPK_MAX_SIZE && (uint32_t)want != topk_size(top->t)) {
-        free(top->t);
-        top->t = top_alloc(top->seed, (uint32_t)want);
-    }
+    if (p->t != NULL && topk_size(p->t) == size)
+        return;
+    static const uint8_t unused[16];
+    free(p->t);
+    p->t = topk_init(malloc(topk_bytes(size)), size, unused);
+    if (p->t == NULL)
+        abort();
+}
+
+static uint32_t want_size(const struct cmd_env *env)
+{
+    return clamp_size(__atomic_load_n(&env->conf->limiter_top_size, __ATOMIC_RELAXED));
 }
 
 void limiter_stats_count(struct cmd_ctx *x, enum stats_lim kind, int allowed, int near)
@@ -98,12 +114,17 @@ void limiter_stats_count(struct cmd_ctx *x, enum stats_lim kind, int allowed, in
     struct limiter_top *top = x->env->top;
     if (allowed || top == NULL || x->nkeys < 1)
         return;
-    /* The hash outside the lock: the seed never changes, even when the sketch is resized. */
-    uint64_t h = topk_hash(top->seed, x->keys[0].p, x->keys[0].len);
-    pthread_mutex_lock(&top->lock);
-    top_fit(x->env, top);
-    topk_add_hashed(top->t, x->keys[0].p, x->keys[0].len, h);
-    pthread_mutex_unlock(&top->lock);
+    int i = 0;
+    while (i < x->env->nstats && i < CONF_MAX_THREADS && x->env->stats[i] != st)
+        i++;
+    if (st == NULL || i >= x->env->nstats)
+        i = CONF_MAX_THREADS; /* also where a thread past CONF_MAX_THREADS would go */
+    struct top_part *p = &top->parts[i];
+    uint32_t size = want_size(x->env);
+    part_lock(p);
+    part_fit(p, size);
+    topk_add_hashed(p->t, x->keys[0].p, x->keys[0].len, x->keys[0].hash);
+    pthread_spin_unlock(&p->lock);
 }
 
 void limiter_top_each(struct cmd_env *env, uint32_t n, limiter_top_fn fn, void *ud)
@@ -111,16 +132,42 @@ void limiter_top_each(struct cmd_env *env, uint32_t n, limiter_top_fn fn, void *
     struct limiter_top *top = env->top;
     if (top == NULL || n == 0)
         return;
-    struct topk_item *items = malloc(sizeof(*items) * n);
-    if (items == NULL)
-        abort();
-    pthread_mutex_lock(&top->lock);
-    top_fit(env, top);
-    uint32_t got = topk_list(top->t, items, n);
+    uint32_t size = want_size(env);
+    if (n > size)
+        n = size; /* the bounds hold for the size highest merged counts */
+    /* The parts that have recorded anything, so far: a part first used after this look holds
+     * only events later than the read, and is left out. The merged sketch needs room for the
+     * keys of every part merged (each fitted to size): it never takes a counter over. */
+    int merge[TOP_PARTS];
+    uint32_t used = 0;
+    for (int i = 0; i < TOP_PARTS; i++) {
+        part_lock(&top->parts[i]);
+        merge[i] = top->parts[i].t != NULL;
+        pthread_spin_unlock(&top->parts[i].lock);
+        used += (uint32_t)merge[i];
+    }
+    if (used == 0)
+        return;
+    uint32_t cap = size * used;
+    struct topk *m = topk_merged_init(xmalloc(topk_merged_bytes(cap)), cap);
+    struct topk_item *items = xmalloc(sizeof(*items) * n);
+    if (m == NULL)
+        abort(); /* topk_merged_init refuses only a NULL block or a zero size */
+    for (int i = 0; i < TOP_PARTS; i++) {
+        if (!merge[i])
+            continue;
+        struct top_part *p = &top->parts[i];
+        part_lock(p);
+        part_fit(p, size);
+        if (topk_merge(m, p->t) != 0)
+            abort(); /* cannot happen: cap counters hold every merged part's keys */
+        pthread_spin_unlock(&p->lock);
+    }
+    uint32_t got = topk_list(m, items, n);
     for (uint32_t i = 0; i < got; i++)
         fn(ud, items[i].key, items[i].len, items[i].count);
-    pthread_mutex_unlock(&top->lock);
     free(items);
+    free(m);
 }
 
 void limiter_top_clear(struct cmd_env *env)
@@ -128,9 +175,13 @@ void limiter_top_clear(struct cmd_env *env)
     struct limiter_top *top = env->top;
     if (top == NULL)
         return;
-    pthread_mutex_lock(&top->lock);
-    topk_clear(top->t);
-    pthread_mutex_unlock(&top->lock);
+    for (int i = 0; i < TOP_PARTS; i++) {
+        struct top_part *p = &top->parts[i];
+        part_lock(p);
+        if (p->t != NULL)
+            topk_clear(p->t);
+        pthread_spin_unlock(&p->lock);
+    }
 }
 
 /* ---- LIMITER ---- */

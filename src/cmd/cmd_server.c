@@ -1,6 +1,7 @@
 /* cmd_server.c - connection and server commands: PING, ECHO, QUIT, RESET, HELLO, AUTH, SELECT,
- * CLIENT, TIME, CONFIG, SHUTDOWN, SAVE, BGSAVE, LASTSAVE (SPEC 4). */
+ * CLIENT, TIME, CONFIG, SHUTDOWN, SAVE, BGSAVE, LASTSAVE (COMMANDS.md). */
 #include "cmd_internal.h"
+#include "rlimitd/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "rlimitd/util.h"
 #include "rlimitd_version.h"
+#include "script.h"
 
 static void set_str(struct cmd_env *env, char **dst, const char *p, size_t len);
 
@@ -31,7 +33,7 @@ static void cmd_echo(struct cmd_ctx *x)
 static void cmd_quit(struct cmd_ctx *x)
 {
     reply_ok(x->out);
-    x->s->flags |= SESSION_CLOSE_AFTER_REPLY;
+    __atomic_fetch_or(&x->s->flags, SESSION_CLOSE_AFTER_REPLY, __ATOMIC_RELAXED);
 }
 
 static int auth_required(const struct cmd_env *env)
@@ -115,9 +117,7 @@ static void set_str(struct cmd_env *env, char **dst, const char *p, size_t len)
 {
     char *v = NULL;
     if (len > 0) {
-        v = malloc(len + 1);
-        if (v == NULL)
-            abort();
+        v = xmalloc(len + 1);
         memcpy(v, p, len);
         v[len] = '\0';
     }
@@ -140,7 +140,7 @@ static void cmd_hello(struct cmd_ctx *x)
             reply_error(x->out, "ERR Protocol version is not an integer or out of range");
             return;
         }
-        /* SPEC 1: only RESP2; clients fall back on this error. */
+        /* COMMANDS.md "Wire protocol": only RESP2; clients fall back on this error. */
         if (ver != 2) {
             reply_error(x->out, "NOPROTO unsupported protocol version");
             return;
@@ -184,7 +184,7 @@ static void cmd_hello(struct cmd_ctx *x)
         x->s->authed = 1;
     if (name != NULL)
         set_str(x->env, &x->s->name, name, name_len);
-    /* Redis's HELLO map, flattened to an array in RESP2 (SPEC 1). */
+    /* Redis's HELLO map, flattened to an array in RESP2 (COMMANDS.md "Wire protocol"). */
     reply_array(x->out, 14);
     reply_bulk_cstr(x->out, "server");
     reply_bulk_cstr(x->out, "rlimitd");
@@ -450,13 +450,23 @@ static void cmd_shutdown(struct cmd_ctx *x)
         reply_error(x->out, "ERR SHUTDOWN is not available in this context");
         return;
     }
+    /* A script past busy-reply-threshold: as Redis, only NOSAVE goes down, stopping every
+     * script (written or not: nothing is saved). A save would wait for the script's shards. */
+    int64_t busy_ms = __atomic_load_n(&x->env->conf->busy_reply_threshold, __ATOMIC_RELAXED);
+    if (save != 0 && script_busy(busy_ms * 1000000)) {
+        reply_error(x->out, "BUSY Redis is busy running a script. You can only call SCRIPT KILL "
+                            "or SHUTDOWN NOSAVE.");
+        return;
+    }
+    if (save == 0)
+        script_kill(0, 1);
     char err[256];
     if (x->env->hooks.shutdown(x->env->hooks.ud, save, err, sizeof(err)) != 0) {
         reply_errorf(x->out, "ERR %s", err);
         return;
     }
     /* Like Redis: no reply, the connection just closes as the server goes down. */
-    x->s->flags |= SESSION_CLOSE_AFTER_REPLY;
+    __atomic_fetch_or(&x->s->flags, SESSION_CLOSE_AFTER_REPLY, __ATOMIC_RELAXED);
 }
 
 static void save_generic(struct cmd_ctx *x, int background)

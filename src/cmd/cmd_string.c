@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rlimitd/alloc.h"
 #include "rlimitd/util.h"
 
 
@@ -357,9 +358,7 @@ static void cmd_append(struct cmd_ctx *x)
         return;
     }
     /* The old bytes are freed by the store: build the new value apart first. */
-    char *nv = malloc(len + x->lens[2] + 1);
-    if (nv == NULL)
-        abort();
+    char *nv = xmalloc(len + x->lens[2] + 1);
     memcpy(nv, p, len);
     memcpy(nv + len, x->argv[2], x->lens[2]);
     ks_set(ks, &x->keys[0], x->now, nv, len + x->lens[2], 0, KS_SET_KEEPTTL);
@@ -394,9 +393,7 @@ static void cmd_incrbyfloat(struct cmd_ctx *x)
         reply_error(x->out, "ERR increment would produce NaN or Infinity");
         return;
     }
-    char *out = malloc(UTIL_LD_MAX_CHARS);
-    if (out == NULL)
-        abort();
+    char *out = xmalloc(UTIL_LD_MAX_CHARS);
     size_t len = util_fmt_ld_human(out, cur);
     int rc = ks_set(ks, &x->keys[0], x->now, out, len, 0, KS_SET_KEEPTTL);
     if (rc < 0)

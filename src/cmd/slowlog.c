@@ -11,6 +11,7 @@
  * there were; 128 bytes each, then how many more bytes), and secrets are replaced with
  * "(redacted)" as Redis does for AUTH, HELLO AUTH and CONFIG SET requirepass. */
 #include "slowlog.h"
+#include "rlimitd/alloc.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -44,9 +45,7 @@ struct slowlog {
 
 struct slowlog *slowlog_create(void)
 {
-    struct slowlog *sl = calloc(1, sizeof(*sl));
-    if (sl == NULL)
-        abort();
+    struct slowlog *sl = xcalloc(1, sizeof(*sl));
     pthread_mutex_init(&sl->lock, NULL);
     return sl;
 }
@@ -149,9 +148,7 @@ static struct sl_entry *make_entry(int64_t now, int64_t dur_us, int argc, char *
     size_t addr_len = strlen(addr);
     size_t head =
         sizeof(struct sl_entry) + sizeof(char *) * (size_t)kept + sizeof(size_t) * (size_t)kept;
-    struct sl_entry *e = malloc(head + bytes + name_len + 1 + addr_len + 1);
-    if (e == NULL)
-        abort();
+    struct sl_entry *e = xmalloc(head + bytes + name_len + 1 + addr_len + 1);
     e->time_s = now / 1000000000;
     e->dur_us = dur_us;
     e->argc = kept;
@@ -205,9 +202,7 @@ void slowlog_maybe_add(struct slowlog *sl, const struct conf *conf, int64_t now,
     }
     if (sl->n == sl->cap) {
         size_t cap = sl->cap ? sl->cap * 2 : 16;
-        struct sl_entry **ring = malloc(sizeof(*ring) * cap);
-        if (ring == NULL)
-            abort();
+        struct sl_entry **ring = xmalloc(sizeof(*ring) * cap);
         for (size_t i = 0; i < sl->n; i++)
             ring[i] = sl->ring[(sl->first + i) % sl->cap];
         free(sl->ring);

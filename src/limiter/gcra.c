@@ -1,8 +1,8 @@
-/* gcra.c - the Generic Cell Rate Algorithm of CL.THROTTLE (SPEC section 2).
+/* gcra.c - the Generic Cell Rate Algorithm of CL.THROTTLE (COMMANDS.md "CL.THROTTLE").
  *
  * Everything is int64 nanoseconds. redis-cell wraps around or panics on absurd arguments; we
  * check every multiplication and addition instead and reject the call with a message naming the
- * argument (SPEC 2, "Validation"). Valid input gives redis-cell's answers exactly. */
+ * argument (COMMANDS.md "CL.THROTTLE", "Validation"). Valid input gives redis-cell's answers exactly. */
 #include "rlimitd/gcra.h"
 #include "rlimitd/clock.h"
 
@@ -34,7 +34,7 @@ int gcra_prepare(int64_t max_burst, int64_t count, int64_t period_s, int64_t qua
         *err = "period too large";
         return -1;
     }
-    /* SPEC 2: integer division equals redis-cell's truncated float quotient for sane periods.
+    /* COMMANDS.md "CL.THROTTLE": integer division equals redis-cell's truncated float quotient for sane periods.
      * An interval of 0 would let any number of requests through, so it is an error. */
     ei = period_ns / count;
     if (ei < 1) {
@@ -58,14 +58,14 @@ int gcra_prepare(int64_t max_burst, int64_t count, int64_t period_s, int64_t qua
 
 int64_t gcra_ceil_seconds(int64_t ns)
 {
-    /* SPEC 2: truncate to whole milliseconds first, as redis-cell does, then round up to
+    /* COMMANDS.md "CL.THROTTLE": truncate to whole milliseconds first, as redis-cell does, then round up to
      * seconds. So 1,000,000,001 ns is 1 s but 1,001,000,000 ns is 2 s. */
     int64_t ms = ns / CLOCK_NS_PER_MS;
 
     return ms / 1000 + (ms % 1000 != 0);
 }
 
-/* floor((dvt - ttl) / ei) clamped to [0, limit], or 0 unless dvt - ttl > -ei (SPEC 2). ttl and
+/* floor((dvt - ttl) / ei) clamped to [0, limit], or 0 unless dvt - ttl > -ei (COMMANDS.md "CL.THROTTLE"). ttl and
  * dvt are both >= 0, so dvt - ttl cannot overflow. Any negative quotient clamps to 0, hence
  * truncating division gives the same answer as floor here. */
 static int64_t remaining_of(const struct gcra_limits *l, int64_t ttl)
@@ -91,7 +91,7 @@ int gcra_step(const struct gcra_limits *l, int64_t now_ns, int has_tat, int64_t 
     /* A missing or passed TAT means the bucket is full: start from now. */
     if (!has_tat || tat < now_ns)
         tat = now_ns;
-    /* From here tat >= now_ns, so SPEC 2's max(now, tat) is tat. These can only overflow with a
+    /* From here tat >= now_ns, so the rule's max(now, tat) is tat. These can only overflow with a
      * clock or a stored TAT near the ends of int64; report that rather than wrap. */
     if (__builtin_add_overflow(tat, l->inc, &new_tat) ||
         __builtin_sub_overflow(new_tat, l->dvt, &allow_at) ||
@@ -114,10 +114,10 @@ int gcra_step(const struct gcra_limits *l, int64_t now_ns, int has_tat, int64_t 
     r->limited = limited;
     r->limit = l->limit;
     r->remaining = remaining_of(l, ttl);
-    /* A request larger than the whole tolerance can never succeed: no retry time (SPEC 2). */
+    /* A request larger than the whole tolerance can never succeed: no retry time (COMMANDS.md "CL.THROTTLE"). */
     r->retry_after = limited && l->inc <= l->dvt ? gcra_ceil_seconds(wait) : -1;
     r->reset_after = gcra_ceil_seconds(ttl);
-    /* A limited call changes nothing; a peek (quantity 0) must not create a key (SPEC 2) and
+    /* A limited call changes nothing; a peek (quantity 0) must not create a key (COMMANDS.md "CL.THROTTLE") and
      * on an existing key would store the TAT it already has. */
     r->store = !limited && l->inc != 0;
     r->new_tat = new_tat;

@@ -1,4 +1,4 @@
-/* gcra_redis.c - GCRA, Redis's own rate-limit command (SPEC section 10).
+/* gcra_redis.c - GCRA, Redis's own rate-limit command (COMMANDS.md "GCRA").
  *
  * The algorithm is CL.THROTTLE's (gcra.c); what differs is Redis's arithmetic, which clients of
  * the command expect to the microsecond:

@@ -1,4 +1,4 @@
-/* isallowed.c - ISALLOWED's state key and argument rules (SPEC 3), one copy for every front end
+/* isallowed.c - ISALLOWED's state key and argument rules (COMMANDS.md "ISALLOWED"), one copy for every front end
  * (the daemon's command layer and the Redis module) so their keys and errors cannot drift. */
 #include "rlimitd/isallowed.h"
 
@@ -12,7 +12,7 @@ size_t isallowed_key_len(size_t ulen, size_t alen)
 
 size_t isallowed_key(char *buf, const char *user, size_t ulen, const char *action, size_t alen)
 {
-    /* SPEC 3: the recipe's key, with the user as a Redis hash tag so that cluster clients, which
+    /* COMMANDS.md "ISALLOWED": the recipe's key, with the user as a Redis hash tag so that cluster clients, which
      * route ISALLOWED by its first argument, land on the node that owns the state key. */
     memcpy(buf, "hist:{", 6);
     memcpy(buf + 6, user, ulen);

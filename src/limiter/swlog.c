@@ -1,4 +1,4 @@
-/* swlog.c - the sliding-window log of ISALLOWED (SPEC section 3).
+/* swlog.c - the sliding-window log of ISALLOWED (COMMANDS.md "ISALLOWED").
  *
  * The Redis recipe keeps every attempt of the last period in a sorted set. Here the attempts are a
  * ring of ms timestamps in ascending order: new attempts go at the tail, expired ones leave at the
@@ -57,7 +57,7 @@ void swlog_trim(struct swlog *log, int64_t now_ms, int64_t period_ms)
     int64_t cutoff;
     uint32_t lo = 0, hi = log->len;
 
-    /* SPEC 3 counts timestamps > now - period; those at or before the cutoff are gone for good.
+    /* COMMANDS.md "ISALLOWED" counts timestamps > now - period; those at or before the cutoff are gone for good.
      * A cutoff below INT64_MIN cannot drop anything. */
     if (__builtin_sub_overflow(now_ms, period_ms, &cutoff))
         return;
@@ -103,7 +103,7 @@ int swlog_record(struct swlog *log, int64_t now_ms, int64_t max_count)
 
     assert(max_count >= 0);
     /* Make room: keep at most max_count older attempts, so that with this one the log never
-     * holds more than max_count + 1 (SPEC 3). max_count may have shrunk since the last call. */
+     * holds more than max_count + 1 (COMMANDS.md "ISALLOWED"). max_count may have shrunk since the last call. */
     if ((uint64_t)log->len > (uint64_t)max_count)
         drop_oldest(log, log->len - (uint32_t)max_count);
     assert(log->len < log->cap);
@@ -115,7 +115,7 @@ int swlog_record(struct swlog *log, int64_t now_ms, int64_t max_count)
 }
 
 /* Geometric growth keeps the copies amortized O(1) per attempt; the max_count + 1 ceiling is
- * SPEC 3's bound; shrinking only below a quarter full avoids copying back and forth. */
+ * ISALLOWED's bound (COMMANDS.md); shrinking only below a quarter full avoids copying back and forth. */
 uint32_t swlog_fit_cap(uint32_t cap, uint32_t needed, int64_t max_count)
 {
     uint64_t ceiling = (uint64_t)max_count + 1;

@@ -1,4 +1,4 @@
-/* module_cmds.c - CL.THROTTLE (SPEC 2), GCRA (SPEC 10) and ISALLOWED (SPEC 3) inside
+/* module_cmds.c - CL.THROTTLE (COMMANDS.md "CL.THROTTLE"), GCRA (COMMANDS.md "GCRA") and ISALLOWED (COMMANDS.md "ISALLOWED") inside
  * Redis/Valkey: the same validation, arithmetic and replies as the daemon (gcra.c, gcra_redis.c,
  * swlog.c, isallowed.c), on Redis keys.
  *
@@ -46,7 +46,7 @@ int rl_arg_i64(RedisModuleCtx *ctx, RedisModuleString *arg, int64_t *out)
     return 0;
 }
 
-/* SPEC 2: the wall clock, read once per command. */
+/* COMMANDS.md "CL.THROTTLE": the wall clock, read once per command. */
 static int64_t now_ns(void)
 {
     struct timespec ts;
@@ -63,6 +63,22 @@ static int reply_gcra(RedisModuleCtx *ctx, const struct gcra_result *r)
     RedisModule_ReplyWithLongLong(ctx, r->remaining);
     RedisModule_ReplyWithLongLong(ctx, r->retry_after);
     return RedisModule_ReplyWithLongLong(ctx, r->reset_after);
+}
+
+/* What both GCRA commands do after an allowed or limited decision: store and replicate the new
+ * TAT if the step said so, close the key, count the call for INFO rlimit, reply. */
+static int finish_gcra(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleString *name,
+                       enum rl_lim lim, const struct gcra_result *r)
+{
+    if (r->store) {
+        rl_gcra_store(key, r->new_tat);
+        RedisModule_Replicate(ctx, "RLIMIT.SETTAT", "sl", name, (long long)r->new_tat);
+    }
+    RedisModule_CloseKey(key);
+    size_t klen;
+    const char *kname = RedisModule_StringPtrLen(name, &klen);
+    rl_stats_count(lim, kname, klen, !r->limited, r->remaining <= r->limit / 10);
+    return reply_gcra(ctx, r);
 }
 
 int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
@@ -91,15 +107,7 @@ int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         RedisModule_CloseKey(key);
         return rl_reply_err(ctx, err);
     }
-    if (r.store) {
-        rl_gcra_store(key, r.new_tat);
-        RedisModule_Replicate(ctx, "RLIMIT.SETTAT", "sl", argv[1], (long long)r.new_tat);
-    }
-    RedisModule_CloseKey(key);
-    size_t klen;
-    const char *kname = RedisModule_StringPtrLen(argv[1], &klen);
-    rl_stats_count(RL_LIM_THROTTLE, kname, klen, !r.limited, r.remaining <= r.limit / 10);
-    return reply_gcra(ctx, &r);
+    return finish_gcra(ctx, key, argv[1], RL_LIM_THROTTLE, &r);
 }
 
 /* GCRA on the same rlim-gcra state as CL.THROTTLE (one state per key, as in the daemon), with
@@ -129,15 +137,7 @@ int rl_cmd_gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         RedisModule_CloseKey(key);
         return rl_reply_err(ctx, err);
     }
-    if (r.store) {
-        rl_gcra_store(key, r.new_tat);
-        RedisModule_Replicate(ctx, "RLIMIT.SETTAT", "sl", argv[1], (long long)r.new_tat);
-    }
-    RedisModule_CloseKey(key);
-    size_t klen;
-    const char *kname = RedisModule_StringPtrLen(argv[1], &klen);
-    rl_stats_count(RL_LIM_GCRA, kname, klen, !r.limited, r.remaining <= r.limit / 10);
-    return reply_gcra(ctx, &r);
+    return finish_gcra(ctx, key, argv[1], RL_LIM_GCRA, &r);
 }
 
 /* In a cluster, clients route ISALLOWED by its first argument (the user) while the state lives
@@ -192,7 +192,7 @@ int rl_cmd_isallowed(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     size_t nlen;
     const char *nstr = RedisModule_StringPtrLen(name, &nlen);
     rl_stats_count(RL_LIM_ISALLOWED, nstr, nlen, allowed, in_window * 10 >= max_count * 9);
-    /* Every attempt is recorded (SPEC 3), so every call propagates: the replica applies the
+    /* Every attempt is recorded (COMMANDS.md "ISALLOWED"), so every call propagates: the replica applies the
      * same trim, keep and timestamp, and ends with the same log. */
     RedisModule_Replicate(ctx, "RLIMIT.LOGPUSH", "sllll", name, (long long)cutoff,
                           (long long)max_count, (long long)newest, (long long)period_ms);

@@ -67,7 +67,7 @@ void rl_gcra_store(RedisModuleKey *key, int64_t tat_ns)
     else if (RedisModule_ModuleTypeSetValue(key, rl_gcra_type, tat_to_value(tat_ns)) ==
              REDISMODULE_OK)
         rl_stats_values(1);
-    /* SPEC 2: the key expires at its TAT. Redis expiry is in ms: round up so the key never goes
+    /* COMMANDS.md "CL.THROTTLE": the key expires at its TAT. Redis expiry is in ms: round up so the key never goes
      * while its TAT is still ahead (a TAT that has passed counts as absent anyway). */
     int64_t ms = tat_ns / 1000000 + (tat_ns % 1000000 > 0);
     RedisModule_SetAbsExpire(key, ms);
@@ -154,7 +154,7 @@ int rl_wlog_push(RedisModuleKey *key, int64_t cutoff_ms, int64_t keep, int64_t t
     }
     int within = swlog_record(log, ts_ms, keep);
     *newest_ms = swlog_newest(log);
-    /* SPEC 3: the key expires `period` after its newest attempt. */
+    /* COMMANDS.md "ISALLOWED": the key expires `period` after its newest attempt. */
     RedisModule_SetAbsExpire(key, *newest_ms + period_ms);
     return within;
 }
@@ -187,7 +187,7 @@ static struct swlog *wlog_unpack(const char *packed, size_t len, const char **er
         for (int b = 0; b < 8; b++)
             v |= (uint64_t)p[(size_t)i * 8 + (size_t)b] << (8 * b);
         int64_t ts = (int64_t)v;
-        /* swlog's binary search and SPEC 3's counting rely on ascending order. */
+        /* swlog's binary search and ISALLOWED's counting rely on ascending order. */
         if (ts < prev || ts < 0 || ts > ISALLOWED_MAX_TS_MS) {
             RedisModule_Free(log);
             *err = "window log timestamps must be ascending, between 0 and 9223372036854";

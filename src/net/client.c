@@ -5,6 +5,7 @@
  * Everything here runs on the connection's own I/O thread; only `kill` (atomic) and the
  * registry links (registry_lock) are touched by others. */
 #include <stdio.h>
+#include "rlimitd/alloc.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -213,9 +214,7 @@ static void flush(struct client *c)
     }
     size_t done = n > 0 ? (size_t)n : 0;
     size_t left = c->out.len - done;
-    struct client_write *w = malloc(sizeof(*w) + left);
-    if (w == NULL)
-        abort();
+    struct client_write *w = xmalloc(sizeof(*w) + left);
     memcpy(w->data, c->out.p + done, left);
     w->len = left;
     w->c = c;
@@ -310,7 +309,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread == UV_ENOBUFS) {
         char what[96];
         snprintf(what, sizeof(what), "query buffer limit exceeded (client-query-buffer-limit %lld)",
-                 (long long)c->thread->srv->conf->client_query_buffer_limit);
+                 (long long)CONF_GET(c->thread->srv->conf, client_query_buffer_limit));
         resp_deinit(&c->resp);
         protocol_error(c, what);
         flush(c);
@@ -377,9 +376,7 @@ void client_thread_deinit(struct io_thread *t)
 void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
 {
     struct server *srv = t->srv;
-    struct client *c = calloc(1, sizeof(*c));
-    if (c == NULL)
-        abort();
+    struct client *c = xcalloc(1, sizeof(*c));
     c->thread = t;
     c->h.handle.data = c;
     if (is_unix)

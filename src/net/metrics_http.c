@@ -9,6 +9,7 @@
  * and takes LIMITER TOP's mutex once (cmd_metrics). Paths other than /metrics answer 404,
  * methods other than GET and HEAD 405. */
 #include <errno.h>
+#include "rlimitd/alloc.h"
 #include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,9 +82,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 struct metrics_http *metrics_http_start(struct cmd_env *env, const int *fds, int nfds)
 {
-    struct metrics_http *m = calloc(1, sizeof(*m));
-    if (m == NULL)
-        abort();
+    struct metrics_http *m = xcalloc(1, sizeof(*m));
     for (int i = 0; i < nfds && i < CONF_MAX_BIND; i++) {
         struct MHD_Daemon *d = MHD_start_daemon(
             MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, on_request, env,

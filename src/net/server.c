@@ -2,6 +2,7 @@
  * (active expiry, idle timeouts), signals, shutdown, and the hooks the command layer calls
  * upward through (DESIGN.md "Threads"). */
 #include "rlimitd/server.h"
+#include "rlimitd/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -181,14 +182,18 @@ static void cron(uv_timer_t *timer)
     /* Active expiry over this thread's shards (shard i belongs to thread i mod N). */
     unsigned nshards = ks_nshards(srv->ks);
     for (unsigned s = (unsigned)t->index; s < nshards; s += (unsigned)srv->nthreads) {
-        ks_lock(srv->ks, s);
+        /* A busy shard is skipped this round (lazy expiry still applies to its keys): its
+         * holder may be a script running for seconds, and this thread's clients must not
+         * wait for it. */
+        if (ks_trylock(srv->ks, s) != 0)
+            continue;
         size_t freed = ks_expire_cycle(srv->ks, s, now, EXPIRE_BUCKETS_PER_SHARD);
         ks_unlock(srv->ks, s);
         if (freed > 0)
             stats_add(&t->stats.expired_keys, freed);
     }
 
-    /* Idle clients (SPEC 7: `timeout`). */
+    /* Idle clients (COMMANDS.md "Wire protocol": `timeout`). */
     int64_t timeout = __atomic_load_n(&srv->conf->timeout, __ATOMIC_RELAXED);
     uint64_t mono_ms = uv_now(&t->loop);
     for (struct client *c = t->clients, *next; c != NULL; c = next) {
@@ -472,6 +477,10 @@ static void on_signal(uv_signal_t *h, int signum)
 {
     struct server *srv = h->data;
     log_warning("Received %s, scheduling shutdown...", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    /* A script that has not written is stopped, as SCRIPT KILL would; one that wrote runs to
+     * its end first (its effects would be saved half done). The signal is handled on thread 0:
+     * while a script runs there, shutdown starts when it ends. */
+    cmd_scripts_stop_unwritten();
     request_stop(srv);
 }
 
@@ -783,7 +792,7 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
     srv->final_save = 1; /* SIGTERM, SIGINT, SHUTDOWN and SHUTDOWN SAVE all save */
     raise_nofile(conf->maxclients);
     srv->nthreads = (int)conf->threads;
-    if (srv->nthreads < 1 || srv->nthreads > 16)
+    if (srv->nthreads < 1 || srv->nthreads > CONF_MAX_THREADS)
         srv->nthreads = 1;
     pthread_mutex_init(&srv->registry_lock, NULL);
     cmd_env_init(&srv->env, ks, conf);
@@ -806,10 +815,8 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
     int ncpu = usable_cpus();
     srv->spin_ok = spin_allowed(srv->nthreads, ncpu);
     set_io_sched(srv, ncpu);
-    srv->threads = calloc((size_t)srv->nthreads, sizeof(struct io_thread));
-    srv->env.stats = calloc((size_t)srv->nthreads, sizeof(struct stats *));
-    if (srv->threads == NULL || srv->env.stats == NULL)
-        abort();
+    srv->threads = xcalloc((size_t)srv->nthreads, sizeof(struct io_thread));
+    srv->env.stats = xcalloc((size_t)srv->nthreads, sizeof(struct stats *));
     srv->env.nstats = srv->nthreads;
 
     int rc = 1;
@@ -840,7 +847,7 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
     for (int i = 1; i < srv->nthreads; i++)
         pthread_join(srv->threads[i].tid, NULL);
     rc = 0;
-    /* Every loop has stopped: the snapshot holds every answered command (SPEC 6). */
+    /* Every loop has stopped: the snapshot holds every answered command (SNAPSHOT.md). */
     if (persist != NULL) {
         persist_wait(persist);
         /* SHUTDOWN already saved; save again only if commands changed state meanwhile. */

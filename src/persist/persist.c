@@ -1,6 +1,7 @@
 /* persist.c - the snapshot policy: SAVE, BGSAVE, periodic and final saves, loading, and the
  * INFO persistence fields (persist.h). The file format and its crash safety are snap.c's. */
 #include "rlimitd/persist.h"
+#include "rlimitd/alloc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -51,9 +52,7 @@ struct persist {
 
 struct persist *persist_create(struct keyspace *ks, struct conf *conf)
 {
-    struct persist *p = calloc(1, sizeof(*p));
-    if (p == NULL)
-        abort();
+    struct persist *p = xcalloc(1, sizeof(*p));
     p->ks = ks;
     p->conf = conf;
     pthread_mutex_init(&p->lock, NULL);

@@ -1,4 +1,4 @@
-/* snap.c - snapshot file format, crash-safe writing and verified reading (snap.h, SPEC 6,
+/* snap.c - snapshot file format, crash-safe writing and verified reading (snap.h, SNAPSHOT.md,
  * docs/SNAPSHOT.md).
  *
  * Crash safety comes from the order of operations, as in Redis's rdbSave: the records go to a
@@ -10,6 +10,7 @@
  * before the first record reaches the keyspace, and every length is bounds-checked, so a corrupt
  * file stops the start with a precise message instead of loading half of it. */
 #include "rlimitd/snap.h"
+#include "rlimitd/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -137,9 +138,7 @@ static void set_err(char *err, size_t errlen, const char *path, const char *what
 static char *join(const char *dir, const char *file, const char *suffix)
 {
     size_t n = strlen(dir) + strlen(file) + strlen(suffix) + 2;
-    char *p = malloc(n);
-    if (p == NULL)
-        abort();
+    char *p = xmalloc(n);
     snprintf(p, n, "%s/%s%s", dir, file, suffix);
     return p;
 }
@@ -193,19 +192,17 @@ static int emit(struct snap_writer *w, const void *p, size_t len, char *err, siz
 struct snap_writer *snap_writer_open(const char *dir, const char *file, int64_t created_ns,
                                      char *err, size_t errlen)
 {
-    struct snap_writer *w = calloc(1, sizeof(*w));
-    if (w == NULL)
-        abort();
+    struct snap_writer *w = xcalloc(1, sizeof(*w));
     char suffix[48];
     snprintf(suffix, sizeof(suffix), ".tmp-%ld", (long)getpid());
     w->fd = -1;
     w->tmp = join(dir, file, suffix);
     w->final = join(dir, file, "");
-    w->dir = strdup(dir);
+    w->dir = xstrdup(dir);
     w->hash = XXH3_createState();
-    w->buf = malloc(WRITE_BUF);
-    if (w->dir == NULL || w->hash == NULL || w->buf == NULL)
-        abort();
+    w->buf = xmalloc(WRITE_BUF);
+    if (w->hash == NULL)
+        alloc_fail(576); /* about XXH3_state_t, opaque here */
     XXH3_64bits_reset(w->hash);
     w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (w->fd < 0) {
@@ -497,9 +494,7 @@ static int parse_range(struct range_pass *rp, struct cursor *c)
             if (pass == 1 && count > rp->ts_cap) {
                 free(rp->ts);
                 rp->ts_cap = (size_t)count;
-                rp->ts = malloc(rp->ts_cap * sizeof(*rp->ts));
-                if (rp->ts == NULL)
-                    abort();
+                rp->ts = xmalloc(rp->ts_cap * sizeof(*rp->ts));
             }
             int64_t t = 0;
             for (uint64_t i = 0; i < count; i++) {

@@ -409,7 +409,7 @@ static enum step fail_query_buf(struct resp *r)
 
 /* Whether an element with a hl-byte header and a len-byte payload still fits in the query
  * buffer after so_far bytes of its command: checked on the header, before any payload is
- * accepted (SPEC 7). Written as subtractions so a huge len cannot wrap. */
+ * accepted (COMMANDS.md "Wire protocol"). Written as subtractions so a huge len cannot wrap. */
 static int element_fits(const struct resp *r, size_t so_far, size_t hl, uint64_t len)
 {
     size_t limit = r->sh->lim.query_buf;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rlimitd/alloc.h"
 #include "rlimitd/hash.h"
 
 /* Common head: which encoding, and the field count. */
@@ -41,14 +42,6 @@ static uint8_t seed_[16];
 void hv_set_seed(const uint8_t seed[16])
 {
     memcpy(seed_, seed, 16);
-}
-
-static void *xrealloc(void *p, size_t n)
-{
-    p = realloc(p, n);
-    if (p == NULL)
-        abort();
-    return p;
 }
 
 struct hashval *hv_new(void)
@@ -151,9 +144,7 @@ static struct node **table_slot(const struct table *t, const char *f, size_t fle
 static void table_grow(struct table *t)
 {
     uint64_t n = (t->mask + 1) * 2;
-    struct node **b = calloc(n, sizeof(*b));
-    if (b == NULL)
-        abort();
+    struct node **b = xcalloc(n, sizeof(*b));
     for (uint64_t i = 0; i <= t->mask; i++) {
         struct node *x = t->b[i];
         while (x != NULL) {
@@ -196,9 +187,7 @@ static struct hashval *to_table(struct packed *p)
     while (n < (uint64_t)p->h.count * 2)
         n *= 2;
     t->mask = n - 1;
-    t->b = calloc(n, sizeof(*t->b));
-    if (t->b == NULL)
-        abort();
+    t->b = xcalloc(n, sizeof(*t->b));
     size_t pos = 0;
     while (pos < p->h.used) {
         size_t fl = p->data[pos];

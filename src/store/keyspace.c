@@ -22,7 +22,7 @@
  *     [8 value][1 flags][1 key length; 255 = a 4-byte length follows][4 length?][8 expiry?][key]
  * The value is the TAT or integer, or a pointer to a malloc'd blob (KS_RAW string, KS_SWLOG ring).
  * The expiry field exists only when the expiry is not implied: a GCRA key expires at its TAT
- * (SPEC 2), so F_EXP_IS_VAL says "expiry == value" and a GCRA entry with a 14-byte key is 24
+ * (COMMANDS.md "CL.THROTTLE"), so F_EXP_IS_VAL says "expiry == value" and a GCRA entry with a 14-byte key is 24
  * bytes. EXPIRE/PERSIST on such a key, or a type change, moves the entry to the class of its new
  * shape and updates its slot. Nothing outside this file ever holds an entry pointer across a call
  * that could move it.
@@ -42,6 +42,7 @@
  * another shard (its lock stays the same). Nothing here takes a lock: keyspace.h states what the
  * caller must hold. */
 #include "rlimitd/keyspace.h"
+#include "rlimitd/alloc.h"
 #include "rlimitd/clock.h"
 
 #include <malloc.h>
@@ -52,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "rlimitd/hash.h"
 #include "rlimitd/swlog.h"
@@ -167,38 +169,16 @@ struct keyspace {
     unsigned nshards;
     uint8_t seed[16];
     _Atomic uint64_t maxmemory;
+    _Atomic uint64_t external; /* memory held outside the tables that counts too (Lua) */
     struct shard *shards;
     int bulk; /* between ks_bulk_begin and ks_bulk_end */
 };
-
-static void oom(size_t n)
-{
-    /* DESIGN.md "Errors": a limiter that silently loses state is worse than a restart. */
-    fprintf(stderr, "rlimitd: out of memory allocating %zu bytes\n", n);
-    abort();
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (p == NULL)
-        oom(n);
-    return p;
-}
-
-static void *xrealloc(void *old, size_t n)
-{
-    void *p = realloc(old, n);
-    if (p == NULL)
-        oom(n);
-    return p;
-}
 
 static void *xmmap(size_t n)
 {
     void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
-        oom(n);
+        alloc_fail(n);
     return p;
 }
 
@@ -484,7 +464,7 @@ struct keyspace *ks_create(unsigned shard_bits, const uint8_t seed[16])
         return NULL;
     struct keyspace *ks = calloc(1, sizeof(*ks));
     if (ks == NULL)
-        oom(sizeof(*ks));
+        alloc_fail(sizeof(*ks));
     ks->bits = shard_bits;
     ks->nshards = 1u << shard_bits;
     memcpy(ks->seed, seed, 16);
@@ -673,6 +653,18 @@ void ks_lock(struct keyspace *ks, unsigned shard)
     pthread_mutex_lock(&ks->shards[shard].lock);
 }
 
+int ks_timedlock(struct keyspace *ks, unsigned shard, int64_t mono_deadline_ns)
+{
+    struct timespec ts = {(time_t)(mono_deadline_ns / 1000000000),
+                          (long)(mono_deadline_ns % 1000000000)};
+    return pthread_mutex_clocklock(&ks->shards[shard].lock, CLOCK_MONOTONIC, &ts) == 0 ? 0 : -1;
+}
+
+int ks_trylock(struct keyspace *ks, unsigned shard)
+{
+    return pthread_mutex_trylock(&ks->shards[shard].lock) == 0 ? 0 : -1;
+}
+
 void ks_unlock(struct keyspace *ks, unsigned shard)
 {
     pthread_mutex_unlock(&ks->shards[shard].lock);
@@ -688,7 +680,13 @@ uint64_t ks_used_memory(const struct keyspace *ks)
     int64_t sum = 0;
     for (unsigned i = 0; i < ks->nshards; i++)
         sum += atomic_load_explicit(&ks->shards[i].mem, memory_order_relaxed);
-    return sum < 0 ? 0 : (uint64_t)sum;
+    return (sum < 0 ? 0 : (uint64_t)sum) +
+           atomic_load_explicit(&ks->external, memory_order_relaxed);
+}
+
+void ks_set_external_memory(struct keyspace *ks, uint64_t bytes)
+{
+    atomic_store_explicit(&ks->external, bytes, memory_order_relaxed);
 }
 
 uint64_t ks_key_count(const struct keyspace *ks)
@@ -715,7 +713,7 @@ uint64_t ks_expires_count(const struct keyspace *ks)
     return sum;
 }
 
-/* Creating a key is refused over maxmemory; everything else keeps working (SPEC 7). */
+/* Creating a key is refused over maxmemory; everything else keeps working (COMMANDS.md "Wire protocol"). */
 static int over_maxmemory(const struct keyspace *ks)
 {
     uint64_t max = atomic_load_explicit(&ks->maxmemory, memory_order_relaxed);
@@ -947,7 +945,7 @@ static void set_expire(struct shard *sh, uint64_t i, int64_t at)
     count_expiry_change(sh, old, at);
 }
 
-/* Stores a new TAT in the GCRA entry of slot i; its expiry becomes the TAT (SPEC 2). */
+/* Stores a new TAT in the GCRA entry of slot i; its expiry becomes the TAT (COMMANDS.md "CL.THROTTLE"). */
 static void set_gcra(struct shard *sh, uint64_t i, int64_t tat)
 {
     uint8_t *e = slot_entry(sh, i);
@@ -1298,7 +1296,7 @@ int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, i
         store_log(sh, e, stored, log, on_heap);
     else if (cring_fits(log, log->cap))
         store_log(sh, e, NULL, log, 1); /* a wide log that fits a cring again */
-    /* SPEC 3: the key expires `period` after its newest attempt. cmd_limit bounds period so
+    /* COMMANDS.md "ISALLOWED": the key expires `period` after its newest attempt. cmd_limit bounds period so
      * this cannot overflow. */
     set_expire(sh, (uint64_t)i, (newest + period_ms) * CLOCK_NS_PER_MS);
     return KS_OK;
@@ -1764,7 +1762,7 @@ int ks_dump_slice(struct keyspace *ks, unsigned shard, int64_t now, uint64_t max
         e[E_FLAGS] ^= F_EPOCH;
         sh->dump_left--;
         if (e_expired(e, now))
-            continue; /* SPEC 6: expired state is skipped on write */
+            continue; /* SNAPSHOT.md: expired state is skipped on write */
         struct ks_record r = {0};
         r.type = e_type(e);
         r.klen = e_klen(e);
@@ -1902,7 +1900,7 @@ static uint8_t restored_shape(const struct ks_record *r)
     return (r->type == KS_GCRA && r->expire == r->i) ? F_EXP_IS_VAL : F_HAS_EXP;
 }
 
-/* What both load paths do first: -1 for an invalid record, 0 for one to skip (SPEC 6: expired
+/* What both load paths do first: -1 for an invalid record, 0 for one to skip (SNAPSHOT.md: expired
  * state is skipped on load too), 1 to load it. */
 static int restore_admit(const struct ks_record *r, int64_t now)
 {
@@ -2004,7 +2002,7 @@ int ks_bulk_add(struct keyspace *ks, const struct ks_record *r, int64_t now)
         size_t n = sh->cap_bulk * sizeof(*sh->bulk);
         void *p = sh->bulk == NULL ? xmmap(n) : mremap(sh->bulk, old, n, MREMAP_MAYMOVE);
         if (p == MAP_FAILED)
-            oom(n);
+            alloc_fail(n);
         sh->bulk = p;
     }
     sh->bulk[sh->nbulk++] = ((uint64_t)ref << 32) |

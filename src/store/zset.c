@@ -14,6 +14,7 @@
  * reverse walks. Members live inside their nodes; the hash index maps member -> node (linear
  * probing, backward-shift deletion, at most half full). Invariants are checked by zs_check. */
 #include "rlimitd/zset.h"
+#include "rlimitd/alloc.h"
 
 #include <malloc.h>
 #include <math.h>
@@ -64,20 +65,6 @@ static uint8_t seed_[16];
 void zs_set_seed(const uint8_t seed[16])
 {
     memcpy(seed_, seed, 16);
-}
-
-static void die(size_t n)
-{
-    fprintf(stderr, "rlimitd: out of memory allocating %zu bytes (sorted set)\n", n);
-    abort();
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (p == NULL)
-        die(n);
-    return p;
 }
 
 /* ---- helpers ---- */

@@ -1,6 +1,6 @@
 /* limiter_cases.c - the shared CL.THROTTLE / ISALLOWED case table (see limiter_cases.h). Every
- * expected reply here is a contract with users' clients: SPEC 2's worked example and redis-cell's
- * reply shapes, SPEC 3's window, and the error texts. */
+ * expected reply here is a contract with users' clients: COMMANDS.md "CL.THROTTLE"'s worked example and redis-cell's
+ * reply shapes, COMMANDS.md "ISALLOWED"'s window, and the error texts. */
 #include "limiter_cases.h"
 
 /* Steps name want_module only where the two targets differ; the rest leave it NULL. */
@@ -21,10 +21,10 @@
     "max_burst would cause an overflow"
 #define BAD_MAX_COUNT "-ERR invalid max_count: must be between 0 and 1000000 (window-max-count)"
 
-/* SPEC 2 worked example: EI = 2 s, DVT = 32 s; call i (1..16) is allowed with remaining 16 - i
+/* COMMANDS.md "CL.THROTTLE" worked example: EI = 2 s, DVT = 32 s; call i (1..16) is allowed with remaining 16 - i
  * and reset 2i s; calls 17..20 are limited, retry 2 s, reset 32 s. */
 #define EX "CL.THROTTLE user123 15 30 60 1"
-/* SPEC 10: GCRA with the same limit; EI = 2 s is whole microseconds, so the same replies. */
+/* COMMANDS.md "GCRA": GCRA with the same limit; EI = 2 s is whole microseconds, so the same replies. */
 #define GX "GCRA user123 15 30 60"
 
 const struct lc_case lc_cases[] = {
@@ -91,7 +91,7 @@ const struct lc_case lc_cases[] = {
       /* Expiry at the TAT: 2 s away. Redis keeps expiries in whole ms, so the module rounds the
        * TAT up and its PTTL can read 2001. */
       {"PTTL g", ":1000..2001"},
-      /* The daemon shows the TAT in ns (SPEC 4); Redis keeps module state out of GET. */
+      /* The daemon shows the TAT in ns (COMMANDS.md); Redis keeps module state out of GET. */
       {"GET g", "~$1[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]",
        WRONGTYPE},
       {"DEL g", ":1"},
@@ -193,7 +193,8 @@ const struct lc_case lc_cases[] = {
       {"@sleep 300", NULL},
       {"PTTL hist:{bob}:pay", ":1..29750"},
       {"ISALLOWED bob pay 30 1", ":0"},
-      {"PTTL hist:{bob}:pay", ":29800..30000"},
+      /* Bounds from the time measured around the calls: 30 s after the denied attempt. */
+      {"PTTL hist:{bob}:pay", "%model"},
       {"ISALLOWED bob pay 30 1", ":0"},
       {"ISALLOWED bob pay 30 1", ":0"}}},
 

@@ -36,6 +36,18 @@ def rlimitd_binary():
     return path
 
 
+def gcra_fits(calls):
+    """Checks CL.THROTTLE replies against the GCRA model (tests/cases/limit_model.h) through
+    $LIMIT_CHECK (run.sh builds it). calls: (key, max_burst, count, period, quantity, before_ns,
+    after_ns, reply) in order, the times CLOCK_REALTIME (time.time_ns()) around each call.
+    Returns (True, "") if every reply fits some server time in its interval, else (False, why)."""
+    lines = "".join("throttle %s %d %d %d %d %d %d %s\n" % (
+        k, mb, n, per, q, b, a, " ".join(str(int(v)) for v in reply))
+        for (k, mb, n, per, q, b, a, reply) in calls)
+    p = subprocess.run([os.environ["LIMIT_CHECK"]], input=lines, capture_output=True, text=True)
+    return p.returncode == 0, (p.stdout + p.stderr).strip()
+
+
 def free_port():
     """A port above 20000 that nothing listens on right now (the kernel's ephemeral range)."""
     for _ in range(50):

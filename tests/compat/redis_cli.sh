@@ -7,8 +7,15 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 TMUX_SESSION="rlimitd-compat-$$"
+# A tmux server of our own (other runs on the machine use the default one), kept alive by an idle
+# session: a server whose last session was just killed exits, and a new-session racing that exit
+# fails with "server exited unexpectedly".
+tmux() {
+    command tmux -L "$TMUX_SESSION" -f /dev/null "$@"
+}
+tmux new-session -d -s keeper "sleep 3600"
 cleanup_extra() {
-    tmux kill-session -t "$TMUX_SESSION" 2>/dev/null || true
+    tmux kill-server 2>/dev/null || true
 }
 
 cli() {
@@ -23,7 +30,7 @@ cmdstat_calls() { # cmdstat_calls NAME: calls= of cmdstat_NAME, 0 if none
 # ---- one-shot ----
 start_daemon
 check_eq "one-shot PING" "$(cli PING)" "PONG"
-check_eq "one-shot CL.THROTTLE (SPEC 2 first reply)" \
+check_eq "one-shot CL.THROTTLE (COMMANDS.md "CL.THROTTLE" first reply)" \
     "$(cli CL.THROTTLE user123 15 30 60 1 | tr '\n' ' ')" "0 16 15 -1 2 "
 check_eq "one-shot ISALLOWED" "$(cli ISALLOWED alice login 60 3)" "1"
 check_eq "one-shot PTTL of the window key is positive" \

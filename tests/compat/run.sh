@@ -64,9 +64,12 @@ if ((${#missing[@]} > 0)); then
         -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
 fi
 
-# npm packages, local to this folder, never saved: ioredis 5 (the client the brief names) and the
-# sorted-set rate limiters zset_limiters.test.js drives (pinned: the test knows what they send).
-NPM_PKGS=(ioredis@5 ratelimiter@3.4.1 rolling-rate-limiter@0.4.2)
+# npm packages, local to this folder, never saved, installed in one go (a later --no-save install
+# would prune the earlier ones): ioredis 5 (the client the brief names), the sorted-set rate
+# limiters zset_limiters.test.js drives and the script-based ones script_limiters.test.js drives
+# (pinned: the tests know what they send).
+NPM_PKGS=(ioredis@5 ratelimiter@3.4.1 rolling-rate-limiter@0.4.2 rate-limiter-flexible@11
+    rate-limit-redis@6)
 npm_missing=()
 for p in "${NPM_PKGS[@]}"; do
     [[ -f "$HERE/node_modules/${p%@*}/package.json" ]] || npm_missing+=("$p")
@@ -88,11 +91,19 @@ if [[ -z "${RLIMITD:-}" ]]; then
 fi
 # The scripts run from other directories: make the path absolute.
 export RLIMITD="$(realpath "$RLIMITD")"
+# The GCRA model (tests/cases/limit_model.h) for checks that must not assume a fast machine:
+# two dependency-free C files, compiled here so this also works without a test build.
+if [[ -z "${LIMIT_CHECK:-}" ]]; then
+    LIMIT_CHECK=$(mktemp -d /tmp/rlimitd-compat-lc.XXXXXX)/limit_check
+    cc -O1 -o "$LIMIT_CHECK" "$ROOT/tests/cases/limit_check.c" "$ROOT/tests/cases/limit_model.c"
+fi
+export LIMIT_CHECK
 echo "run.sh: testing $RLIMITD ($("$RLIMITD" --version))"
 
 # ---- the tests ----
 ALL=(test_redis_py.py test_commands.py raw_clients.py ioredis.test.js redis_cli.sh
-    redis_benchmark.sh exporter.sh systemd.sh test_zset_recipe.py zset_limiters.test.js)
+    redis_benchmark.sh exporter.sh systemd.sh test_zset_recipe.py zset_limiters.test.js
+    script_limiters.test.js script_fixed_window.py)
 if (($# > 0)); then
     ALL=("$@")
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The server commands issue 4 asks for (SPEC 4), byte for byte over a raw socket: AUTH and
+"""The server commands issue 4 asks for (COMMANDS.md), byte for byte over a raw socket: AUTH and
 requirepass, MULTI/EXEC/DISCARD, CLIENT LIST/KILL/INFO, maxclients, idle timeout, maxmemory,
 CONFIG GET/SET, SLOWLOG, LATENCY LATEST, INFO everything. These are what the client libraries
 and tools in the other scripts lean on."""

@@ -6,11 +6,13 @@ Run with Debian's /usr/bin/python3, which is the interpreter python3-redis insta
 
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import redis  # noqa: E402
 
+import compat  # noqa: E402
 from compat import Daemon, Results  # noqa: E402
 
 T = Results("test_redis_py")
@@ -47,15 +49,23 @@ def test_connect_and_throttle(d):
 
 
 def test_worked_example(d):
-    """SPEC 2: 20 quick calls. A non-transactional pipeline sends them in one write, so they
-    run back to back whatever the machine's speed."""
+    """COMMANDS.md "CL.THROTTLE": 20 quick calls, sent in one write by a non-transactional pipeline. Every reply
+    must fit the GCRA model for a server time within the pipeline's run; when that took under a
+    second (as it nearly always does) the replies must be exactly COMMANDS.md "CL.THROTTLE"'s."""
     r = redis.Redis(host="127.0.0.1", port=d.port)
     p = r.pipeline(transaction=False)
     for _ in range(20):
         p.execute_command("CL.THROTTLE", "worked", 15, 30, 60, 1)
+    before = time.time_ns()
     got = p.execute()
+    after = time.time_ns()
+    fits, why = compat.gcra_fits([("worked", 15, 30, 60, 1, before, after, g) for g in got])
+    T.check("pipeline: the 20 replies fit the GCRA model", fits, why)
     want = [[0, 16, 15 - i, -1, 2 * (i + 1)] for i in range(16)] + [[1, 16, 0, 2, 32]] * 4
-    T.eq("pipeline: SPEC 2 worked example, 20 calls", got, want)
+    if after - before < 1_000_000_000:
+        T.eq("pipeline: COMMANDS.md "CL.THROTTLE" worked example, 20 calls", got, want)
+    else:
+        print("# the pipeline took %.3f s: checked by the model only" % ((after - before) / 1e9))
 
 
 def test_pipelines(d):
@@ -66,11 +76,15 @@ def test_pipelines(d):
     p.incr("window:1")
     p.expire("window:1", 60, nx=True)
     p.expire("window:1", 30, nx=True)
+    since = time.monotonic()
     T.eq("pipeline() (MULTI/EXEC): replies", p.execute(), [[0, 16, 15, -1, 2], 1, True, False])
     T.eq("pipeline() sent MULTI and EXEC once each",
          (cmdstat(r, "multi") - multi0, cmdstat(r, "exec") - exec0), (1, 1))
-    T.check("pipeline(): EXPIRE NX kept the first TTL", 30 < r.ttl("window:1") <= 60,
-            "ttl %r" % r.ttl("window:1"))
+    # 60 s from the EXEC, no less than the time since allows (30 would mean the second won).
+    ttl = r.ttl("window:1")
+    low = int(60 - (time.monotonic() - since)) - 1
+    T.check("pipeline(): EXPIRE NX kept the first TTL", low <= ttl <= 60,
+            "ttl %r, want [%d, 60]" % (ttl, low))
 
     # A queueing error aborts the whole transaction (EXECABORT), as in Redis.
     before = r.get("window:1")

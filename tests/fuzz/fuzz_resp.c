@@ -30,7 +30,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const struct resp_limits profiles[] = {
-    {.query_buf = 1024 * 1024, .max_bulk = 512 * 1024, .max_args = 1024}, /* SPEC 7 defaults */
+    {.query_buf = 1024 * 1024, .max_bulk = 512 * 1024, .max_args = 1024}, /* COMMANDS.md "Wire protocol" defaults */
     {.query_buf = 512, .max_bulk = 128, .max_args = 8},
     {.query_buf = 64, .max_bulk = 16, .max_args = 3},
 };

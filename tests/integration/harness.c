@@ -302,7 +302,8 @@ struct it_daemon *it_start(const char *const *extra)
 
 void it_assert_clean_log(const struct it_daemon *d)
 {
-    static const char *const bad[] = {"runtime error:", "AddressSanitizer", "LeakSanitizer", NULL};
+    static const char *const bad[] = {"runtime error:", "AddressSanitizer", "LeakSanitizer",
+                                      "ThreadSanitizer", NULL};
     char *whole = it_read_file(d->log);
     for (int i = 0; bad[i] != NULL; i++) {
         const char *hit = strstr(whole, bad[i]);
@@ -795,4 +796,38 @@ int it_run(char **out, const char *fmt, ...)
     else
         free(buf);
     return st;
+}
+
+void it_limit_init(struct it_limit *l)
+{
+    lm_gcra_reset(&l->model);
+    l->since = lm_now_ns();
+}
+
+void it_throttle(redisContext *c, struct it_limit *l, const char *key, int max_burst, int count,
+                 int period, int quantity, const long long want[5], const char *file, int line)
+{
+    char b[512], why[512];
+    int64_t before = lm_now_ns();
+    redisReply *r =
+        it_cmd(c, "CL.THROTTLE %s %d %d %d %d", key, max_burst, count, period, quantity);
+    int64_t after = lm_now_ns();
+    long long v[5];
+    int ok = r->type == REDIS_REPLY_ARRAY && r->elements == 5;
+    for (size_t i = 0; ok && i < 5; i++) {
+        ok = r->element[i]->type == REDIS_REPLY_INTEGER;
+        v[i] = ok ? r->element[i]->integer : 0;
+    }
+    cr_assert(ok, "%s:%d: CL.THROTTLE %s: got %s", file, line, key, describe(r, b, sizeof(b)));
+    freeReplyObject(r);
+    cr_assert(lm_gcra_check(&l->model, max_burst, count, period, quantity, before, after, v, why,
+                            sizeof why) == 0,
+              "%s:%d: CL.THROTTLE %s: %s", file, line, key, why);
+    if (after - l->since < INT64_C(1000000000))
+        for (size_t i = 0; i < 5; i++)
+            cr_assert(v[i] == want[i],
+                      "%s:%d: CL.THROTTLE %s: got [%lld %lld %lld %lld %lld], want "
+                      "[%lld %lld %lld %lld %lld]",
+                      file, line, key, v[0], v[1], v[2], v[3], v[4], want[0], want[1], want[2],
+                      want[3], want[4]);
 }

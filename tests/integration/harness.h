@@ -13,6 +13,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "../cases/limit_model.h"
+
 struct it_daemon {
     pid_t pid; /* 0 once reaped */
     int port;
@@ -153,6 +155,24 @@ int it_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 
 /* Monotonic milliseconds. */
 long long it_now_ms(void);
+
+/* A CL.THROTTLE key followed by the GCRA model (tests/cases/limit_model.h), so that a test can
+ * check a key's replies without assuming the calls are quick. */
+struct it_limit {
+    struct lm_gcra model;
+    int64_t since; /* CLOCK_REALTIME before the key's first call */
+};
+void it_limit_init(struct it_limit *l);
+/* Sends `CL.THROTTLE key max_burst count period quantity` and checks the reply against the model
+ * with the time measured around the call; while the key's calls so far took under a second (COMMANDS.md
+ * 2's "quick succession"), also against want exactly. */
+void it_throttle(redisContext *c, struct it_limit *l, const char *key, int max_burst, int count,
+                 int period, int quantity, const long long want[5], const char *file, int line);
+#define IT_THROTTLE(c, l, key, mb, count, period, q, ...)                                          \
+    do {                                                                                           \
+        const long long it_want_[5] = {__VA_ARGS__};                                               \
+        it_throttle((c), (l), (key), (mb), (count), (period), (q), it_want_, __FILE__, __LINE__);  \
+    } while (0)
 void it_sleep_ms(int ms);
 
 #endif

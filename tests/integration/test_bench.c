@@ -22,7 +22,7 @@ static char *bench(int port, const char *args)
               st, out);
     cr_assert(strstr(out, "ERR") == NULL, "redis-benchmark %s reported errors:\n%.3000s", args,
               out);
-    /* It reads CONFIG GET save / appendonly first (SPEC 4). */
+    /* It reads CONFIG GET save / appendonly first (COMMANDS.md). */
     cr_assert(strstr(out, "Could not fetch") == NULL, "redis-benchmark %s:\n%.3000s", args, out);
     return out;
 }
@@ -46,12 +46,14 @@ Test(bench, ping_and_incr)
 Test(bench, cl_throttle_random_keys)
 {
     struct it_daemon *d = it_start(NULL);
-    char *out = bench(d->port, "-r 100000 -n 20000 CL.THROTTLE k:__rand_int__ 15 30 60");
+    /* EI = 2880 s: no key can expire before DBSIZE (the suite's timeout is 900 s), however slow
+     * the benchmark runs. 20000 draws from 100000 keys hit about 18100 distinct ones. */
+    char *out = bench(d->port, "-r 100000 -n 20000 CL.THROTTLE k:__rand_int__ 15 30 86400");
     free(out);
     redisContext *c = it_connect(d->port);
     IT_STATUS(it_cmd(c, "PING"), "PONG");
     long long n = it_int(it_cmd(c, "DBSIZE"));
-    cr_assert(n > 1000 && n <= 20000, "DBSIZE %lld after 20000 calls on random keys", n);
+    cr_assert(n > 17000 && n <= 20000, "DBSIZE %lld after 20000 calls on random keys", n);
     IT_INTS(it_cmd(c, "CL.THROTTLE after 15 30 60"), 0, 16, 15, -1, 2);
     redisFree(c);
     it_stop(d);
@@ -116,11 +118,12 @@ Test(bench, busy_poll_spins_only_under_load)
     }
     cr_assert_gt(spins, 0, "a thread answering 50 pipelining clients never polled busily");
 
-    /* Idle now: over one second the daemon may use a little CPU for its cron, not a spin's. */
-    long long before = cpu_ms(d->pid);
+    /* Idle now: the daemon may use a little CPU for its cron, not a spin's whole CPU. Measured
+     * against the wall time that actually passed (a loaded machine sleeps longer than asked). */
+    long long t0 = it_now_ms(), before = cpu_ms(d->pid);
     usleep(1000 * 1000);
-    long long used = cpu_ms(d->pid) - before;
-    cr_assert_lt(used, 300, "the idle daemon used %lld ms of CPU in 1 s", used);
+    long long used = cpu_ms(d->pid) - before, wall = it_now_ms() - t0;
+    cr_assert_lt(used * 10, wall * 3, "the idle daemon used %lld ms of CPU in %lld ms", used, wall);
 
     /* Counted after CONFIG SET: the turn that answered an INFO may itself start a spin. */
     IT_STATUS(it_cmd(c, "CONFIG SET busy-poll-us 0"), "OK");

@@ -1,4 +1,4 @@
-/* test_cli.c - the command line (SPEC 5): --version, --help, --test-config, configuration
+/* test_cli.c - the command line (CONFIG.md): --version, --help, --test-config, configuration
  * errors, a port already in use, stopping with signals. */
 #include <arpa/inet.h>
 #include <errno.h>

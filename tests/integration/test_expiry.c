@@ -1,4 +1,4 @@
-/* test_expiry.c - expired state is invisible at once and reclaimed in the background (SPEC 4,
+/* test_expiry.c - expired state is invisible at once and reclaimed in the background (COMMANDS.md,
  * DESIGN.md "Expiry"). Only deadlines here, no timing assertions. */
 #include <stdio.h>
 #include <string.h>
@@ -50,10 +50,10 @@ Test(expiry, active_sweep_reclaims_untouched_keys)
     }
     IT_STATUS(it_cmd(c, "SET keep v"), "OK");
     it_sleep_ms(3000);
-    long long deadline = it_now_ms() + 15000, n;
+    long long deadline = it_now_ms() + 60000, n; /* a bound for a starved machine */
     while ((n = it_int(it_cmd(c, "DBSIZE"))) != 1) {
         cr_assert(n >= 1, "DBSIZE %lld: the unexpired key is gone", n);
-        cr_assert(it_now_ms() < deadline, "DBSIZE still %lld 18 s after the keys expired", n);
+        cr_assert(it_now_ms() < deadline, "DBSIZE still %lld 63 s after the keys expired", n);
         it_sleep_ms(100);
     }
     IT_BULK(it_cmd(c, "GET keep"), "v");
@@ -81,9 +81,9 @@ Test(expiry, window_logs_and_gcra_state_are_swept)
         cr_assert(((redisReply *)r)->type != REDIS_REPLY_ERROR, "%s", ((redisReply *)r)->str);
         freeReplyObject(r);
     }
-    long long deadline = it_now_ms() + 20000, n;
+    long long deadline = it_now_ms() + 60000, n; /* a bound for a starved machine */
     while ((n = it_int(it_cmd(c, "DBSIZE"))) != 0) {
-        cr_assert(it_now_ms() < deadline, "DBSIZE still %lld after 20 s", n);
+        cr_assert(it_now_ms() < deadline, "DBSIZE still %lld after 60 s", n);
         it_sleep_ms(100);
     }
     redisFree(c);

@@ -1,4 +1,4 @@
-/* test_gcra.c - GCRA (SPEC 10) on the real daemon, beyond the shared case table
+/* test_gcra.c - GCRA (COMMANDS.md "GCRA") on the real daemon, beyond the shared case table
  * (tests/cases/limiter_cases.c, which runs against rlimit.so too): the TAT and PTTL against the
  * clock, MULTI/EXEC, a snapshot restart, COMMAND's view of it, and Redis 7's float parser as the
  * oracle for the period argument. Expected times are derived from the clock read around each

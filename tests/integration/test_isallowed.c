@@ -1,4 +1,4 @@
-/* test_isallowed.c - ISALLOWED, the sliding-window log (SPEC 3), over the wire: what only the
+/* test_isallowed.c - ISALLOWED, the sliding-window log (COMMANDS.md "ISALLOWED"), over the wire: what only the
  * daemon has (pipelining, its window-max-count setting, its memory). The command's replies and
  * errors are in the shared case table, tests/cases/limiter_cases.c (test_limiter_cases.c). */
 #include <stdio.h>
@@ -11,7 +11,7 @@
 
 TestSuite(isallowed, .fini = it_fini, .timeout = 120);
 
-/* Two attempts in the same millisecond are two attempts (SPEC 3): a pipeline lands many calls
+/* Two attempts in the same millisecond are two attempts (COMMANDS.md "ISALLOWED"): a pipeline lands many calls
  * in one millisecond. */
 Test(isallowed, same_millisecond_attempts_all_count)
 {
@@ -48,7 +48,7 @@ static long long used_memory(redisContext *c)
     return it_info_int(c, "memory", "used_memory");
 }
 
-/* Only the newest max_count + 1 attempts are kept (SPEC 3): 100,000 attempts against a limit of
+/* Only the newest max_count + 1 attempts are kept (COMMANDS.md "ISALLOWED"): 100,000 attempts against a limit of
  * 2 must not grow the log (800 KB if every timestamp were kept). */
 Test(isallowed, memory_is_bounded_by_max_count)
 {

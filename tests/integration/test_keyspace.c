@@ -1,4 +1,4 @@
-/* test_keyspace.c - the keyspace and string commands (SPEC 4): SET/GET, counters, expiry
+/* test_keyspace.c - the keyspace and string commands (COMMANDS.md): SET/GET, counters, expiry
  * options, TYPE, multi-key commands, SCAN, MULTI/EXEC. */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +18,19 @@ TestSuite(keyspace, .fini = it_fini, .timeout = 180);
 static long long ttl_of(redisContext *c, const char *cmd, const char *key)
 {
     return it_int(it_cmd(c, "%s %s", cmd, key));
+}
+
+/* `cmd key` (TTL in s or PTTL in ms) must show an expiry of `set` units made by a command sent
+ * at since_ms (it_now_ms() just before it): at most `set`, and at least `set` minus the time
+ * measured since then, however slow the machine. */
+static void check_ttl(redisContext *c, const char *cmd, const char *key, long long set,
+                      long long since_ms, const char *what)
+{
+    long long t = ttl_of(c, cmd, key);
+    long long elapsed = it_now_ms() - since_ms + 1;
+    long long lo = cmd[0] == 'P' ? set - elapsed : (set * 1000 - elapsed) / 1000;
+    cr_assert(t >= lo && t <= set, "%s %s %s: %lld, want [%lld, %lld] (%lld ms since it was set)",
+              what, cmd, key, t, lo, set, elapsed);
 }
 
 Test(keyspace, set_and_get)
@@ -61,17 +74,18 @@ Test(keyspace, set_options_ex_px_nx_xx)
     IT_BULK(it_cmd(c, "GET k"), "v3");
     IT_INT(it_cmd(c, "TTL k"), -1);
 
+    long long since = it_now_ms();
     IT_STATUS(it_cmd(c, "SET e v EX 100"), "OK");
-    long long t = ttl_of(c, "TTL", "e");
-    cr_assert(t > 90 && t <= 100, "TTL after EX 100: %lld", t);
+    check_ttl(c, "TTL", "e", 100, since, "after EX 100");
+    since = it_now_ms();
     IT_STATUS(it_cmd(c, "SET p v PX 5000"), "OK");
-    t = ttl_of(c, "PTTL", "p");
-    cr_assert(t > 4000 && t <= 5000, "PTTL after PX 5000: %lld", t);
-    IT_STATUS(it_cmd(c, "set p2 v px 5000 nx"), "OK");
-    IT_NIL(it_cmd(c, "SET p2 v PX 5000 NX"));
+    check_ttl(c, "PTTL", "p", 5000, since, "after PX 5000");
+    /* Long enough that p2 cannot expire before the NX and XX below, however slow. */
+    IT_STATUS(it_cmd(c, "set p2 v px 500000 nx"), "OK");
+    IT_NIL(it_cmd(c, "SET p2 v PX 500000 NX"));
+    since = it_now_ms();
     IT_STATUS(it_cmd(c, "SET p2 v2 EX 50 XX"), "OK");
-    t = ttl_of(c, "TTL", "p2");
-    cr_assert(t > 40 && t <= 50, "TTL after EX 50 XX: %lld", t);
+    check_ttl(c, "TTL", "p2", 50, since, "after EX 50 XX");
     /* A plain SET discards the old TTL, as in Redis. */
     IT_STATUS(it_cmd(c, "SET e v"), "OK");
     IT_INT(it_cmd(c, "TTL e"), -1);
@@ -109,10 +123,10 @@ Test(keyspace, incr_decr_family)
     IT_INT(it_cmd(c, "INCR s"), 42);
     IT_BULK(it_cmd(c, "GET s"), "42");
     /* INCR keeps the TTL: the fixed-window recipe depends on it. */
+    long long since = it_now_ms();
     IT_STATUS(it_cmd(c, "SET w 5 EX 100"), "OK");
     IT_INT(it_cmd(c, "INCR w"), 6);
-    long long t = ttl_of(c, "TTL", "w");
-    cr_assert(t > 90 && t <= 100, "TTL after INCR: %lld", t);
+    check_ttl(c, "TTL", "w", 100, since, "after INCR");
     IT_ERR(it_cmd(c, "INCR"), "ERR wrong number of arguments for 'incr' command");
     IT_ERR(it_cmd(c, "INCRBY n"), "ERR wrong number of arguments for 'incrby' command");
     redisFree(c);
@@ -166,32 +180,32 @@ Test(keyspace, expire_options_nx_xx_gt_lt)
     IT_INT(it_cmd(c, "EXPIRE k 100 XX"), 0);
     IT_INT(it_cmd(c, "EXPIRE k 100 GT"), 0);
     IT_INT(it_cmd(c, "TTL k"), -1);
+    long long since = it_now_ms();
     IT_INT(it_cmd(c, "EXPIRE k 100 LT"), 1);
-    long long t = ttl_of(c, "TTL", "k");
-    cr_assert(t > 90 && t <= 100, "TTL %lld", t);
+    check_ttl(c, "TTL", "k", 100, since, "after LT 100");
     IT_INT(it_cmd(c, "EXPIRE k 200 NX"), 0);
     IT_INT(it_cmd(c, "EXPIRE k 200 LT"), 0);
     IT_INT(it_cmd(c, "EXPIRE k 50 GT"), 0);
-    t = ttl_of(c, "TTL", "k");
-    cr_assert(t > 90 && t <= 100, "TTL %lld after refused changes", t);
+    check_ttl(c, "TTL", "k", 100, since, "after refused changes");
+    since = it_now_ms();
     IT_INT(it_cmd(c, "EXPIRE k 200 GT"), 1);
-    t = ttl_of(c, "TTL", "k");
-    cr_assert(t > 190 && t <= 200, "TTL %lld after GT 200", t);
+    check_ttl(c, "TTL", "k", 200, since, "after GT 200");
+    since = it_now_ms();
     IT_INT(it_cmd(c, "EXPIRE k 300 XX"), 1);
-    t = ttl_of(c, "TTL", "k");
-    cr_assert(t > 290 && t <= 300, "TTL %lld after XX 300", t);
+    check_ttl(c, "TTL", "k", 300, since, "after XX 300");
+    since = it_now_ms();
     IT_INT(it_cmd(c, "EXPIRE k 150 lt"), 1);
-    t = ttl_of(c, "TTL", "k");
-    cr_assert(t > 140 && t <= 150, "TTL %lld after LT 150", t);
-    IT_INT(it_cmd(c, "PEXPIRE k 5000"), 1);
-    t = ttl_of(c, "PTTL", "k");
-    cr_assert(t > 4000 && t <= 5000, "PTTL %lld after PEXPIRE 5000", t);
-    IT_INT(it_cmd(c, "PEXPIRE k 9000 GT"), 1);
-    IT_INT(it_cmd(c, "PEXPIRE k 1000 GT"), 0);
-    IT_INT(it_cmd(c, "PEXPIRE k 1000 NX"), 0);
-    IT_INT(it_cmd(c, "PEXPIRE k 8000 XX"), 1);
-    t = ttl_of(c, "PTTL", "k");
-    cr_assert(t > 7000 && t <= 8000, "PTTL %lld after PEXPIRE 8000 XX", t);
+    check_ttl(c, "TTL", "k", 150, since, "after LT 150");
+    /* PEXPIRE in the same way, long enough that k cannot expire meanwhile however slow. */
+    since = it_now_ms();
+    IT_INT(it_cmd(c, "PEXPIRE k 500000"), 1);
+    check_ttl(c, "PTTL", "k", 500000, since, "after PEXPIRE 500000");
+    IT_INT(it_cmd(c, "PEXPIRE k 900000 GT"), 1);
+    IT_INT(it_cmd(c, "PEXPIRE k 100000 GT"), 0);
+    IT_INT(it_cmd(c, "PEXPIRE k 100000 NX"), 0);
+    since = it_now_ms();
+    IT_INT(it_cmd(c, "PEXPIRE k 800000 XX"), 1);
+    check_ttl(c, "PTTL", "k", 800000, since, "after PEXPIRE 800000 XX");
     /* Incompatible options and bad numbers. */
     IT_ERR_LIKE(it_cmd(c, "EXPIRE k 10 NX XX"), "ERR", NULL);
     IT_ERR_LIKE(it_cmd(c, "EXPIRE k 10 GT LT"), "ERR", NULL);
@@ -199,8 +213,7 @@ Test(keyspace, expire_options_nx_xx_gt_lt)
     IT_ERR(it_cmd(c, "EXPIRE k ten"), NOTINT);
     IT_ERR(it_cmd(c, "PEXPIRE k 1.5"), NOTINT);
     IT_ERR(it_cmd(c, "EXPIRE k"), "ERR wrong number of arguments for 'expire' command");
-    t = ttl_of(c, "PTTL", "k");
-    cr_assert(t > 6000 && t <= 8000, "PTTL %lld after refused EXPIREs", t);
+    check_ttl(c, "PTTL", "k", 800000, since, "after refused EXPIREs");
     /* A TTL of zero or less deletes the key. */
     IT_INT(it_cmd(c, "EXPIRE k 0"), 1);
     IT_INT(it_cmd(c, "EXISTS k"), 0);
@@ -278,25 +291,32 @@ Test(keyspace, get_on_gcra_state_returns_tat_ns)
 {
     struct it_daemon *d = it_start(NULL);
     redisContext *c = it_connect(d->port);
+    struct it_limit g;
+    it_limit_init(&g);
     long long before = realtime_ns();
-    IT_INTS(it_cmd(c, "CL.THROTTLE g 15 30 60"), 0, 16, 15, -1, 2);
+    IT_THROTTLE(c, &g, "g", 15, 30, 60, 1, 0, 16, 15, -1, 2);
     long long after = realtime_ns();
     /* EI = 2 s: the first call stores TAT = now + 2 s, read at some instant in [before, after]. */
     long long tat = bulk_ll(it_cmd(c, "GET g"));
     cr_assert(tat >= before + 2000000000LL && tat <= after + 2000000000LL,
               "TAT %lld not in [%lld, %lld]", tat, before + 2000000000LL, after + 2000000000LL);
     /* The next call moves it by exactly one emission interval. */
-    IT_INTS(it_cmd(c, "CL.THROTTLE g 15 30 60"), 0, 16, 14, -1, 4);
+    IT_THROTTLE(c, &g, "g", 15, 30, 60, 1, 0, 16, 14, -1, 4);
     long long tat2 = bulk_ll(it_cmd(c, "GET g"));
     cr_assert(tat2 == tat + 2000000000LL, "TAT %lld after the second call, want %lld", tat2,
               tat + 2000000000LL);
     /* A limited call leaves it alone. */
-    IT_INTS(it_cmd(c, "CL.THROTTLE g 15 30 60 16"), 1, 16, 14, 4, 4);
+    IT_THROTTLE(c, &g, "g", 15, 30, 60, 16, 1, 16, 14, 4, 4);
     long long tat3 = bulk_ll(it_cmd(c, "GET g"));
     cr_assert(tat3 == tat2, "TAT changed by a limited call: %lld -> %lld", tat2, tat3);
-    /* The key expires at its TAT. */
+    /* The key expires at its TAT, known exactly from GET: PTTL is TAT - now in whole ms
+     * (rounded either way). */
+    before = realtime_ns();
     long long pttl = it_int(it_cmd(c, "PTTL g"));
-    cr_assert(pttl > 2000 && pttl <= 4000, "PTTL %lld, want about 4000", pttl);
+    after = realtime_ns();
+    cr_assert(pttl >= (tat2 - after) / 1000000 - 1 && pttl <= (tat2 - before) / 1000000 + 1,
+              "PTTL %lld, want TAT - now: [%lld, %lld]", pttl, (tat2 - after) / 1000000 - 1,
+              (tat2 - before) / 1000000 + 1);
     redisFree(c);
     it_stop(d);
 }
@@ -335,7 +355,8 @@ Test(keyspace, dbsize_and_flushall)
         if (i % 3 == 0)
             cr_assert(redisAppendCommand(c, "SET s:%d v", i) == REDIS_OK);
         else if (i % 3 == 1)
-            cr_assert(redisAppendCommand(c, "CL.THROTTLE g:%d 15 30 60", i) == REDIS_OK);
+            /* A TAT 120 s ahead: no key expires before DBSIZE, however slow the machine. */
+            cr_assert(redisAppendCommand(c, "CL.THROTTLE g:%d 15 30 3600", i) == REDIS_OK);
         else
             cr_assert(redisAppendCommand(c, "ISALLOWED u%d a 60 10", i) == REDIS_OK);
     }
@@ -461,7 +482,8 @@ Test(keyspace, scan_match_and_type)
     for (int i = 0; i < Z; i++)
         cr_assert(redisAppendCommand(c, "ISALLOWED %d act 60 10", i) == REDIS_OK);
     for (int i = 0; i < G; i++)
-        cr_assert(redisAppendCommand(c, "CL.THROTTLE gcra:%d 15 30 60", i) == REDIS_OK);
+        /* TATs 120 s ahead: no key expires during the scans, however slow the machine. */
+        cr_assert(redisAppendCommand(c, "CL.THROTTLE gcra:%d 15 30 3600", i) == REDIS_OK);
     pipeline_ok(c, N + Z + G);
 
     static int seen[N];
@@ -516,6 +538,7 @@ Test(keyspace, multi_exec_fixed_window)
 {
     struct it_daemon *d = it_start(NULL);
     redisContext *c = it_connect(d->port);
+    long long since = it_now_ms();
     for (long long n = 1; n <= 3; n++) {
         IT_STATUS(it_cmd(c, "MULTI"), "OK");
         IT_STATUS(it_cmd(c, "INCR fw"), "QUEUED");
@@ -523,8 +546,7 @@ Test(keyspace, multi_exec_fixed_window)
         /* The first window sets the TTL; later increments leave it. */
         IT_INTS(it_cmd(c, "EXEC"), n, n == 1 ? 1 : 0);
     }
-    long long t = ttl_of(c, "TTL", "fw");
-    cr_assert(t > 50 && t <= 60, "TTL %lld", t);
+    check_ttl(c, "TTL", "fw", 60, since, "the window's");
     /* A runtime error inside EXEC does not stop the other queued commands. */
     IT_STATUS(it_cmd(c, "SET s abc"), "OK");
     IT_STATUS(it_cmd(c, "MULTI"), "OK");

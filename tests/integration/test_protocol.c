@@ -1,4 +1,4 @@
-/* test_protocol.c - the wire protocol and hostile input (SPEC 1, 7). Every case runs while a
+/* test_protocol.c - the wire protocol and hostile input (COMMANDS.md "Wire protocol", 7). Every case runs while a
  * second connection holds a key: afterwards that connection must still be served, the key must
  * keep its value, and a new connection must answer PING. */
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* test_server.c - connection and server commands (SPEC 1, 4): unknown commands, SELECT, HELLO,
+/* test_server.c - connection and server commands (COMMANDS.md "Wire protocol", 4): unknown commands, SELECT, HELLO,
  * PING/ECHO/TIME, CLIENT, CONFIG, AUTH, QUIT, RESET, INFO. */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -465,7 +465,7 @@ Test(server, info_has_redis_fields)
 }
 
 /* COMMAND INFO entries shaped like Redis 7's (10 elements), with the limiters' first argument
- * as their key, so cluster clients route them (SPEC 4). */
+ * as their key, so cluster clients route them (COMMANDS.md). */
 Test(server, command_info_routes_limiters_by_first_argument)
 {
     struct it_daemon *d = it_start(NULL);

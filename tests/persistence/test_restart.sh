@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_restart.sh - SPEC 6: state survives SAVE + kill -9 (CL.THROTTLE, ISALLOWED, counters);
+# test_restart.sh - SNAPSHOT.md: state survives SAVE + kill -9 (CL.THROTTLE, ISALLOWED, counters);
 # SHUTDOWN NOSAVE does not write; SIGTERM, SIGINT, SHUTDOWN and SHUTDOWN SAVE do; LASTSAVE and
 # INFO persistence follow SAVE and BGSAVE; periodic saves happen after a change and only then;
 # a second BGSAVE (or SAVE) while one runs is refused.
@@ -14,64 +14,91 @@ start_daemon survive "$D" --save-interval 0 || {
     finish
 }
 
-for ((i = 1; i <= 16; i++)); do
-    r=$(rcli CL.THROTTLE user123 15 30 60 | flat)
-done
-expect_eq "$r" "0 16 0 -1 32" "SPEC 2 example: the 16th call"
-r=$(rcli CL.THROTTLE user123 15 30 60 | flat)
-t_exhausted=$(now_ms)
-expect_eq "$r" "1 16 0 2 32" "SPEC 2 example: the 17th call is limited"
-# A slow limit (one call per 720 s), so the check after the restart does not race the clock.
-for ((i = 1; i <= 5; i++)); do
-    r=$(rcli CL.THROTTLE slow 4 5 3600 | flat)
-done
-expect_eq "$r" "0 5 0 -1 3600" "slow limit: 5th call"
-expect_eq "$(rcli CL.THROTTLE slow 4 5 3600 | flat)" "1 5 0 720 3600" "slow limit: 6th limited"
+# CL.THROTTLE answers depend on the server's clock. Every call goes through `throttle`, which logs
+# the time measured around it, and model_check verifies each reply against the GCRA model for
+# some server time in that interval. COMMANDS.md "CL.THROTTLE"'s exact values are asserted as well whenever the
+# calls were quick enough for them to be exact: within one second of the first.
+QUICK_NS=1000000000
+t_first=$(now_ns)
+out=$(throttle_n 17 user123 15 30 60 1)
+took=$(($(now_ns) - t_first))
+r=$(sed -n 16p <<<"$out")
+r17=$(sed -n 17p <<<"$out")
+if ((took < QUICK_NS)); then
+    expect_eq "$r" "0 16 0 -1 32" "COMMANDS.md "CL.THROTTLE" example: the 16th call"
+    expect_eq "$r17" "1 16 0 2 32" "COMMANDS.md "CL.THROTTLE" example: the 17th call is limited"
+else
+    note "the 17 calls took $((took / 1000000)) ms: not quick enough for the exact values"
+fi
+# A slow limit (one call per 720 s): after any restart it is still exhausted.
+t_first=$(now_ns)
+out=$(throttle_n 6 slow 4 5 3600 1)
+took=$(($(now_ns) - t_first))
+r=$(sed -n 5p <<<"$out")
+r6=$(sed -n 6p <<<"$out")
+if ((took < QUICK_NS)); then
+    expect_eq "$r" "0 5 0 -1 3600" "slow limit: 5th call"
+    expect_eq "$r6" "1 5 0 720 3600" "slow limit: 6th limited"
+else
+    note "the 6 slow-limit calls took $((took / 1000000)) ms: not quick enough for the exact values"
+fi
+model_check "CL.THROTTLE before the restart"
 
-r=$(for ((i = 0; i < 4; i++)); do rcli ISALLOWED alice login 3600 3; done | flat)
+r=
+for ((i = 0; i < 4; i++)); do
+    b_alice=$(now_ns) # before the last attempt, which sets the window's expiry
+    r+="$(rcli ISALLOWED alice login 3600 3) "
+done
+r=${r% }
 expect_eq "$r" "1 1 1 0" "ISALLOWED: the 4th attempt in the hour is denied"
-expect_eq "$(rcli ISALLOWED bob x 60 100)" "1" "ISALLOWED bob"
+# An hour's window: the attempt still counts after any restart the test waits for.
+expect_eq "$(rcli ISALLOWED bob x 3600 100)" "1" "ISALLOWED bob"
 
 expect_eq "$(rcli SET c1 41)" "OK" "SET c1"
 expect_eq "$(rcli INCR c1)" "42" "INCR c1"
+b_c2=$(now_ns)
 expect_eq "$(rcli SET c2 7 EX 100)" "OK" "SET c2 EX 100"
 expect_eq "$(rcli INCRBY c3 1000000)" "1000000" "INCRBY c3"
 expect_eq "$(rcli SET str 'hello world' PX 500000)" "OK" "SET str"
+b_gone=$(now_ns)
 expect_eq "$(rcli SET gone 1 PX 1500)" "OK" "SET gone PX 1500"
 t_gone=$(now_ms)
 dbsize=$(rcli DBSIZE)
-expect_eq "$dbsize" "9" "DBSIZE before the save"
 expect_eq "$(rcli SAVE)" "OK" "SAVE"
+# 'gone' is in the snapshot if the SAVE ended within its 1.5 s; else it may have expired first.
+gone_saved=$(($(now_ns) - b_gone < 1500000000))
+if ((gone_saved)); then
+    expect_eq "$dbsize" "9" "DBSIZE before the save"
+else
+    note "SET gone .. SAVE took over 1.5 s: 'gone' may have expired before the save"
+    expect_match "$dbsize" '^[89]$' "DBSIZE before the save (9, or 8 once 'gone' expired)"
+    dbsize=9 # what the snapshot held at most; 'gone' is never loaded either way
+fi
 expect_true "the snapshot is a valid file" "$RLIMITD_BIN" --check-snapshot "$D/rlimitd.snap"
 expect_true "the independent reader agrees" "${SNAPFILE[@]}" verify "$D/rlimitd.snap"
 crash_daemon
 
 start_daemon survive "$D" --save-interval 0 || { bad "restart failed (rc $START_RC)"; finish; }
-r=$(rcli CL.THROTTLE user123 15 30 60 | flat)
-elapsed=$(($(now_ms) - t_exhausted))
-# 2 s after exhausting it one call has refilled; until then retry_after is 2 or 1.
-if ((elapsed < 1900)); then
-    expect_match "$r" '^1 16 0 [12] (30|31|32)$' \
-        "user123 still limited after kill -9 ($elapsed ms later): '$r'"
-else
-    skip "user123's 1-2 s check: the restart took $elapsed ms"
-fi
-read -r lim l rem retry reset <<<"$(rcli CL.THROTTLE slow 4 5 3600 | flat)"
-expect_eq "$lim $l $rem" "1 5 0" "slow limit still exhausted after kill -9"
-# The margins allow a slow restart (sanitizers, a loaded machine); a lost state would answer 0.
-expect_true "slow limit retry_after $retry in [700, 720]" test "$retry" -ge 700 -a "$retry" -le 720
-expect_true "slow limit reset_after $reset in [3580, 3600]" \
-    test "$reset" -ge 3580 -a "$reset" -le 3600
+r=$(throttle user123 15 30 60 1)
+r_slow=$(throttle slow 4 5 3600 1)
+# A state lost in the restart answers as a fresh key: [0 16 15 -1 2] and [0 5 4 -1 720], which
+# the model refuses while user123's TAT is over 2 s ahead (the restart took under ~28 s) and
+# slow's for the next hour.
+model_check "CL.THROTTLE state after kill -9 (user123 '$r', slow '$r_slow')"
+expect_match "$r_slow" '^1 5 0 ' "slow limit still exhausted after kill -9"
 expect_eq "$(rcli ISALLOWED alice login 3600 3)" "0" "ISALLOWED alice still denied after kill -9"
 expect_eq "$(rcli TYPE 'hist:{alice}:login')" "zset" "window log type"
 pttl=$(rcli PTTL 'hist:{alice}:login')
-expect_true "window log PTTL $pttl about an hour" test "$pttl" -gt 3570000 -a "$pttl" -le 3600000
-expect_eq "$(rcli ISALLOWED bob x 60 1)" "0" "ISALLOWED bob: the saved attempt counts"
+# The window expires an hour after the last attempt: no earlier than the time since then allows.
+lo=$((3600000 - ($(now_ns) - b_alice) / 1000000 - 2))
+expect_true "window log PTTL $pttl in [$lo, 3600000]" test "$pttl" -ge "$lo" -a "$pttl" -le 3600000
+expect_eq "$(rcli ISALLOWED bob x 3600 1)" "0" "ISALLOWED bob: the saved attempt counts"
 expect_eq "$(rcli GET c1)" "42" "counter value survives"
 expect_eq "$(rcli TTL c1)" "-1" "counter without TTL stays without"
 expect_eq "$(rcli GET c2)" "7" "counter with TTL survives"
 pttl=$(rcli PTTL c2)
-expect_true "counter TTL survives ($pttl ms)" test "$pttl" -gt 70000 -a "$pttl" -le 100000
+lo=$((100000 - ($(now_ns) - b_c2) / 1000000 - 1))
+expect_true "counter TTL survives ($pttl ms in [$lo, 100000])" test "$pttl" -ge "$lo" -a "$pttl" -le 100000
 expect_eq "$(rcli INCR c3)" "1000001" "INCR on a restored counter"
 expect_eq "$(rcli GET str)" "hello world" "string survives"
 expect_eq "$(rcli TYPE user123)" "string" "GCRA key type"
@@ -94,8 +121,10 @@ start_daemon survive "$D" --save-interval 0 || {
 expect_eq "$(rcli EXISTS gone)" "0" "a key that expired while down is gone"
 expect_eq "$(rcli GET c1)" "42" "counter still there on the second restart"
 expect_eq "$(rcli DBSIZE)" "$((dbsize - 1))" "DBSIZE after the restart: all but 'gone'"
-if last_start_log | grep -q 'loaded: 8 keys (1 expired and skipped)'; then
+if ((gone_saved)) && last_start_log | grep -q 'loaded: 8 keys (1 expired and skipped)'; then
     ok "the log counts the expired key as skipped"
+elif ((!gone_saved)) && last_start_log | grep -q -E 'loaded: 8 keys( \(1 expired and skipped\))?$'; then
+    ok "8 keys loaded ('gone' expired before or after the save)"
 else
     bad "load line: $(last_start_log | grep loaded || echo none)"
 fi
@@ -163,11 +192,13 @@ rcli SET g 7 >/dev/null
 changes=$(info_field rdb_changes_since_last_save)
 expect_true "rdb_changes_since_last_save counts a write ($changes)" test "$changes" -ge 1
 sleep 1.1
+before_s=$(date +%s)
 expect_eq "$(rcli SAVE)" "OK" "SAVE"
 l2=$(rcli LASTSAVE)
-expect_true "LASTSAVE advanced after SAVE ($l1 -> $l2)" test "$l2" -gt "$l1"
 now_s=$(date +%s)
-expect_true "LASTSAVE is about now ($l2 vs $now_s)" test $((now_s - l2)) -le 5
+expect_true "LASTSAVE advanced after SAVE ($l1 -> $l2)" test "$l2" -gt "$l1"
+expect_true "LASTSAVE is the SAVE's time ($before_s <= $l2 <= $now_s)" \
+    test "$l2" -ge "$before_s" -a "$l2" -le "$now_s"
 expect_eq "$(info_field rdb_last_save_time)" "$l2" "rdb_last_save_time = LASTSAVE"
 expect_eq "$(info_field rdb_changes_since_last_save)" "0" "no changes since the SAVE"
 sleep 1.1

@@ -1,6 +1,6 @@
 /* Unit tests of the command layer through cmd_execute, on a scratch keyspace with default
  * configuration and no server behind it (no hooks): COMMAND, INFO, SLOWLOG and LATENCY, with
- * exact reply bytes where the format is a contract (SPEC 4). */
+ * exact reply bytes where the format is a contract (COMMANDS.md). */
 #include <criterion/criterion.h>
 #include <stdarg.h>
 #include <stdio.h>

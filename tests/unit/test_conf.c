@@ -1,4 +1,4 @@
-/* test_conf.c - the configuration table (SPEC 5) and the logger.
+/* test_conf.c - the configuration table (CONFIG.md) and the logger.
  *
  * Each test runs in its own fresh temporary directory (Criterion forks per test), so files are
  * written under fixed names and error texts can be compared exactly: "rlimitd.conf:3: ...". */
@@ -155,6 +155,8 @@ static const struct {
     {"proto-max-bulk-len", "524288"},
     {"proto-max-args", "1024"},
     {"client-output-buffer-limit", "67108864"},
+    {"busy-reply-threshold", "5000"},
+    {"lua-time-limit", "5000"},
     {"slowlog-log-slower-than", "10000"},
     {"slowlog-max-len", "128"},
     {"limiter-top-size", "1000"},
@@ -200,6 +202,7 @@ Test(conf, defaults_fill_every_field)
     cr_assert_eq(c.slowlog_max_len, 128);
     cr_assert_eq(c.limiter_top_size, 1000);
     cr_assert_eq(c.metrics_port, 0);
+    cr_assert_eq(c.busy_reply_threshold, 5000);
     cr_assert_eq(conf_check(&c, NULL, 0), 0);
     conf_free(&c);
 }
@@ -665,6 +668,8 @@ Test(conf, live_set_changes_live_directives)
         {"proto-max-bulk-len", "1mb", "1048576"},
         {"proto-max-args", "8", "8"},
         {"client-output-buffer-limit", "1mb", "1048576"},
+        {"busy-reply-threshold", "100", "100"},
+        {"lua-time-limit", "250", "250"},
         {"slowlog-log-slower-than", "-1", "-1"},
         {"slowlog-max-len", "1000", "1000"},
         {"limiter-top-size", "100000", "100000"},

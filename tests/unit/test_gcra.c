@@ -1,4 +1,4 @@
-/* test_gcra.c - SPEC section 2: the GCRA of CL.THROTTLE, as pure arithmetic.
+/* test_gcra.c - COMMANDS.md "CL.THROTTLE": the GCRA of CL.THROTTLE, as pure arithmetic.
  *
  * The tests play the keyspace's part themselves: they keep the TAT between calls, store it only
  * when gcra_step says so, and drop it once it has passed (the key expires at its TAT). */
@@ -69,7 +69,7 @@ static void expect_row(const struct gcra_result *r, struct row want, int call)
                  (long long)r->reset_after, (long long)want.reset_after);
 }
 
-/* SPEC 2 worked example: 20 calls of `CL.THROTTLE user123 15 30 60 1` at one instant. */
+/* COMMANDS.md "CL.THROTTLE" worked example: 20 calls of `CL.THROTTLE user123 15 30 60 1` at one instant. */
 Test(gcra, spec_worked_example_twenty_calls)
 {
     static const struct row want[20] = {

@@ -1,4 +1,4 @@
-/* test_gcra_redis.c - SPEC section 10: GCRA, Redis's own command, as pure arithmetic on a fake
+/* test_gcra_redis.c - COMMANDS.md "GCRA": GCRA, Redis's own command, as pure arithmetic on a fake
  * clock. Argument rules and error texts, the microsecond interval and its rounding, every
  * overflow, the request that can never pass, and how its state meets CL.THROTTLE's.
  *
@@ -250,7 +250,7 @@ static const char *step_err(struct key *k, const char *text, int64_t now)
 
 Test(gcra_redis_step, worked_example_matches_cl_throttle)
 {
-    /* EI = 2 s exactly, so GCRA answers as CL.THROTTLE's SPEC 2 example. */
+    /* EI = 2 s exactly, so GCRA answers as CL.THROTTLE's COMMANDS.md "CL.THROTTLE" example. */
     struct key k = {0};
     for (int i = 1; i <= 16; i++)
         EXPECT_ROW(step(&k, "GCRA user123 15 30 60", T0), 0, 16, 16 - i, -1, 2 * i);

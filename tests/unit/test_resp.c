@@ -1,6 +1,6 @@
 /* test_resp.c - request parsing (resp.h): multibulk via the frame scanner, inline commands,
  * the shared read buffer and the connection's own, pipelines cut at every point, every
- * protocol error and every limit (SPEC 1, 7). */
+ * protocol error and every limit (COMMANDS.md "Wire protocol", 7). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,7 +194,7 @@ Test(resp, argc_equal_to_max_args_accepted)
     free(s.out);
 }
 
-/* SPEC 1: inline commands as telnet / nc send them, with redis-cli's quoting rules. */
+/* COMMANDS.md "Wire protocol": inline commands as telnet / nc send them, with redis-cli's quoting rules. */
 Test(resp, inline_quotes_and_escapes)
 {
     static const struct {
@@ -465,7 +465,7 @@ Test(resp, protocol_error_texts)
                  "query buffer limit exceeded (client-query-buffer-limit 100)");
 }
 
-/* SPEC 7: limits are checked on the header, before the payload is buffered. */
+/* COMMANDS.md "Wire protocol": limits are checked on the header, before the payload is buffered. */
 Test(resp, max_args_rejected_on_header_alone)
 {
     struct resp *r = resp_create(&deflim);

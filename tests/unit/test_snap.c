@@ -1,4 +1,4 @@
-/* test_snap.c - SPEC 6: the snapshot file (snap.h, docs/SNAPSHOT.md) and its loading (persist.h).
+/* test_snap.c - SNAPSHOT.md: the snapshot file (snap.h, docs/SNAPSHOT.md) and its loading (persist.h).
  *
  * Round trips: a keyspace holding every kind of state (GCRA TATs, counters, raw strings, window
  * logs) with and without expiries is written through snap_writer_* the way persist.c does, read
@@ -375,7 +375,7 @@ static const char bin_val[] = "\0\r\n\xff\x01 value";
 
 static void populate(struct keyspace *k)
 {
-    /* GCRA: SPEC 2's example, exhausted: TAT = T0 + 32 s, expiring then. */
+    /* GCRA: COMMANDS.md "CL.THROTTLE"'s example, exhausted: TAT = T0 + 32 s, expiring then. */
     throttle(k, "user123", 15, 30, 60, 1, T0, 16);
     throttle(k, "short", 0, 1, 1, 1, T0, 1);                  /* expires T0 + 1 s: not written */
     throttle(k, "mid", 0, 1, 4, 1, T0, 1);                    /* T0 + 4 s: written, not loaded */
@@ -476,7 +476,7 @@ Test(snap, round_trip_every_kind_of_state)
     cr_assert_eq(ks_get(fresh, &k, SAVE_AT, &v), KS_SWLOG);
     cr_expect_eq(v.i, 3);
 
-    /* The restored limit is still exhausted: SPEC 2's `1 16 0 2 32` shifted by the second that
+    /* The restored limit is still exhausted: COMMANDS.md "CL.THROTTLE"'s `1 16 0 2 32` shifted by the second that
      * passed (one call refilled at T0 + 2 s, so look at T0 + 1 s). */
     struct gcra_limits lim;
     const char *why;

@@ -1,4 +1,4 @@
-/* test_swlog.c - SPEC section 3: the sliding-window log of ISALLOWED.
+/* test_swlog.c - COMMANDS.md "ISALLOWED": the sliding-window log of ISALLOWED.
  *
  * attempt() plays keyspace.c's part: trim, grow the ring geometrically up to what swlog_needed
  * asks for (never past max_count + 1), then record. */
@@ -94,7 +94,7 @@ Test(swlog, allows_max_count_then_denies)
 Test(swlog, denied_attempts_count)
 {
     /* max 2 per second, an attempt every 400 ms: once blocked, hammering keeps it blocked,
-     * because each denied attempt stays in the window (SPEC 3). */
+     * because each denied attempt stays in the window (COMMANDS.md "ISALLOWED"). */
     static const struct {
         int64_t at;
         int allowed;

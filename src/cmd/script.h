@@ -1,0 +1,82 @@
+/* script.h - Lua scripting (EVAL family), internal to the daemon.
+ *
+ * Two halves: the script cache (script_cache.c), one table of sources keyed by SHA1 shared by
+ * every connection and thread under a mutex; and the Lua engine (script_lua.c), one lua_State per
+ * thread that runs scripts, each compiling a cached source on its first use there (DESIGN.md
+ * "Scripting"). The commands themselves (EVAL, EVALSHA, SCRIPT) are in cmd_script.c. */
+#ifndef RLIMITD_SCRIPT_H
+#define RLIMITD_SCRIPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rbuf;
+struct script_hold;
+
+/* ---- SHA1 and the shared cache (script_cache.c) ---- */
+
+/* 40 lower-case hex digits and a NUL. */
+void script_sha1hex(const void *p, size_t n, char out[41]);
+
+/* Stores body under its SHA1 (written to sha). Idempotent. */
+void script_cache_put(const char *body, size_t len, const char sha[41]);
+/* A malloc'd copy of the body of sha (40 hex digits, any case), or NULL if not cached. */
+char *script_cache_get(const char *sha, size_t shalen, size_t *len);
+int script_cache_exists(const char *sha, size_t shalen);
+/* Forgets every script; each thread's engine drops its compiled copies before its next use. */
+void script_cache_flush(void);
+uint64_t script_cache_count(void);
+uint64_t script_cache_bytes(void);
+/* Bumped by every flush: engines compare it with the generation they compiled under. */
+uint64_t script_cache_generation(void);
+/* Frees the cache (process exit). */
+void script_cache_free(void);
+
+/* ---- shebang (script_cache.c) ---- */
+
+#define SCRIPT_FLAG_NO_WRITES 0x1u
+#define SCRIPT_FLAG_ALLOW_OOM 0x2u
+#define SCRIPT_FLAG_ALLOW_STALE 0x4u
+#define SCRIPT_FLAG_NO_CLUSTER 0x8u
+#define SCRIPT_FLAG_CROSS_SLOT 0x10u
+#define SCRIPT_FLAG_SHEBANG 0x100u /* the body starts with "#!lua" */
+
+/* Parses a leading "#!lua [flags=a,b]" line. Returns 0 with *flags set, or -1 with Redis's
+ * error text in err. */
+int script_shebang(const char *body, size_t len, unsigned *flags, char *err, size_t errlen);
+
+/* ---- the engine (script_lua.c) ---- */
+
+/* Compiles body (sha its SHA1, lower case) in this thread's engine, keeping the function.
+ * Returns its shebang flags (>= 0), or -1 with Redis's error text (bad shebang, "ERR Error
+ * compiling script ...") written as an error reply to out. */
+int script_compile(const char *sha, const char *body, size_t len, struct rbuf *out);
+/* The shebang flags of sha if this thread's engine holds it compiled (since the last SCRIPT
+ * FLUSH), else -1. */
+int script_lookup(const char *sha);
+/* Runs the compiled sha with KEYS and ARGV; writes the script's reply to out. redis.call goes
+ * through h (cmd.c's cmd_from_script). */
+void script_run(const char *sha, struct script_hold *h, char **keys, const size_t *klens,
+                int nkeys, char **args, const size_t *alens, int nargs, struct rbuf *out);
+/* redis.call and redis.pcall: runs one command for the script holding h (cmd.c), its reply or
+ * Redis's error text appended to out. */
+void cmd_from_script(struct script_hold *h, int argc, char **argv, const size_t *lens,
+                     struct rbuf *out);
+/* Records that the running script (this thread's) wrote: SCRIPT KILL then refuses it. */
+void script_note_write(void);
+/* SCRIPT KILL: asks every script running for at least older_than_ns to stop (at its next
+ * kill check: a Lua error it cannot catch), except those that wrote, unless force (SHUTDOWN
+ * NOSAVE). Returns what SCRIPT KILL answers. */
+#define SCRIPT_KILLED 0
+#define SCRIPT_NOTBUSY 1
+#define SCRIPT_UNKILLABLE 2
+int script_kill(int64_t older_than_ns, int force);
+/* Whether a script has been running for at least older_than_ns. */
+int script_busy(int64_t older_than_ns);
+/* Bytes held by every thread's engine (INFO used_memory_lua), each engine's share current to
+ * within 64 KiB and exactly after each script. */
+uint64_t script_engine_memory(void);
+/* Frees every thread's engine (process exit, after the threads ended). */
+void script_engine_free_all(void);
+
+#endif

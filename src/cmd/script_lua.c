@@ -1,0 +1,1126 @@
+/* script_lua.c - the Lua engine behind EVAL: one Lua 5.1 state per thread, sandboxed as Redis 7
+ * sandboxes its own, with the `redis` library and Redis's conversions between Lua values and
+ * replies (docs/COMMANDS.md "Scripting", DESIGN.md "Scripting").
+ *
+ * Sandbox. Redis 7 patches its Lua to make tables read-only; Debian's liblua5.1 has no such
+ * patch, so rlimitd gets the same behaviour from proxies: the globals table every script sees
+ * (LUA_GLOBALSINDEX, also _G) is an empty table whose metatable reads from a whitelist of
+ * Redis 7.0's globals and refuses new or unknown names, and each library table (string, math,
+ * table, redis, cjson, bit, coroutine) is likewise an empty proxy over the real one. rawset and
+ * setmetatable refuse the proxies. Bytecode never loads: loadstring and load compile text only.
+ *
+ * Memory: a counting allocator; a state past SCRIPT_MEM_LIMIT gets "not enough memory" (a Lua
+ * error, not a dead process), and INFO's used_memory_lua sums the states. */
+#include "script.h"
+#include "rlimitd/alloc.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lua-bitop.h>
+#include <lua-cjson.h>
+
+#include "rlimitd/clock.h"
+#include "rlimitd/log.h"
+#include "rlimitd/util.h"
+#include "rlimitd/reply.h"
+
+#define SCRIPT_MEM_LIMIT ((size_t)256 << 20) /* per thread's state */
+#define GC_FULL_AFTER ((size_t)16 << 20) /* growth since the last full collection */
+#define REPLY_MAX_DEPTH 1000                 /* nesting of a script's reply */
+#define REDIS_VERSION_STR "7.0.15"
+#define REDIS_VERSION_NUM 0x07000f
+#define HOOK_EVERY 100000 /* instructions between kill checks (Redis's figure) */
+#define KILLED_TEXT "Script killed by user with SCRIPT KILL..." /* push_error adds "ERR " */
+
+struct engine {
+    lua_State *L;
+    size_t mem;                 /* bytes the allocator handed out (this thread only) */
+    size_t mem_pub;             /* mem as last added to total_mem */
+    size_t mem_gc;              /* mem after the last full collection */
+    uint64_t gen;               /* script_cache_generation() the functions were compiled under */
+    int fns_ref, flags_ref;     /* registry: sha -> function, sha -> shebang flags */
+    int globals_ref;            /* registry: the whitelist the globals proxy reads */
+    int handler_ref;            /* registry: the error handler */
+    int ro_ref;                 /* registry: set of read-only proxies */
+    const char *sha;            /* the running script, for error texts */
+    int handled;                /* the error handler formatted the error on the stack */
+    struct script_hold *hold;   /* the running script's hold on the keyspace */
+    struct rbuf reply;          /* redis.call's reply */
+    char **argv;
+    size_t *lens;
+    int cap;
+    uint64_t rand48;            /* math.random's state */
+    /* Read by SCRIPT KILL and BUSY checks on other threads. */
+    _Atomic int64_t run_start;  /* CLOCK_MONOTONIC ns the running script started, 0 if idle */
+    _Atomic int kill;           /* SCRIPT KILL (or SHUTDOWN NOSAVE) asked this script to stop */
+    _Atomic int wrote;          /* the running script has run a write command */
+    struct engine *next;
+};
+
+static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct engine *engines;
+static __thread struct engine *tl_engine;
+static _Atomic int64_t total_mem; /* every engine's mem, to within MEM_PUBLISH_STEP each */
+#define MEM_PUBLISH_STEP 65536
+
+static void mem_publish(struct engine *e)
+{
+    atomic_fetch_add_explicit(&total_mem, (int64_t)e->mem - (int64_t)e->mem_pub,
+                              memory_order_relaxed);
+    e->mem_pub = e->mem;
+}
+
+/* ---- allocator ---- */
+
+static void *lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    struct engine *e = ud;
+    if (nsize == 0) {
+        free(ptr);
+        e->mem -= osize;
+        if (e->mem + MEM_PUBLISH_STEP < e->mem_pub)
+            mem_publish(e);
+        return NULL;
+    }
+    if (nsize > osize && e->mem + (nsize - osize) > SCRIPT_MEM_LIMIT)
+        return NULL; /* Lua raises "not enough memory" */
+    void *p = realloc(ptr, nsize);
+    if (p != NULL) {
+        e->mem = e->mem - osize + nsize;
+        if (e->mem > e->mem_pub + MEM_PUBLISH_STEP || e->mem + MEM_PUBLISH_STEP < e->mem_pub)
+            mem_publish(e);
+    }
+    return p;
+}
+
+/* ---- Redis's error tables ---- */
+
+/* Pushes {err = "<CODE> <msg>"} as Redis builds it from an error text: "-CODE msg" keeps its
+ * code, a text without the dash gets "ERR", trailing CR/LF are trimmed. */
+static void push_error(lua_State *L, const char *s, size_t n)
+{
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    if (n > 0 && s[0] == '-') {
+        const char *sp = memchr(s, ' ', n);
+        if (sp == NULL) {
+            luaL_addstring(&b, "ERR ");
+            s++, n--;
+        } else {
+            luaL_addlstring(&b, s + 1, (size_t)(sp - s - 1));
+            luaL_addchar(&b, ' ');
+            n -= (size_t)(sp + 1 - s);
+            s = sp + 1;
+        }
+    } else {
+        luaL_addstring(&b, "ERR ");
+    }
+    while (n > 0 && (s[n - 1] == '\r' || s[n - 1] == '\n'))
+        n--;
+    luaL_addlstring(&b, s, n);
+    lua_newtable(L);
+    lua_pushliteral(L, "err");
+    luaL_pushresult(&b);
+    lua_rawset(L, -3);
+}
+
+/* Raises (call) or returns (pcall) an error table. */
+static int fail(lua_State *L, int raise, const char *msg)
+{
+    push_error(L, msg, strlen(msg));
+    return raise ? lua_error(L) : 1;
+}
+
+/* ---- RESP reply -> Lua ---- */
+
+/* Converts the RESP2 value at *p (a handler's well-formed reply) and advances *p. */
+static void resp_to_lua(lua_State *L, const char **p, const char *end, int depth)
+{
+    const char *s = *p;
+    const char *crlf = memchr(s, '\r', (size_t)(end - s));
+    if (crlf == NULL || !lua_checkstack(L, 4) || depth > REPLY_MAX_DEPTH) {
+        lua_pushboolean(L, 0);
+        *p = end;
+        return;
+    }
+    *p = crlf + 2;
+    switch (s[0]) {
+    case '+':
+        lua_newtable(L);
+        lua_pushliteral(L, "ok");
+        lua_pushlstring(L, s + 1, (size_t)(crlf - s - 1));
+        lua_rawset(L, -3);
+        break;
+    case '-':
+        lua_newtable(L);
+        lua_pushliteral(L, "err");
+        lua_pushlstring(L, s + 1, (size_t)(crlf - s - 1));
+        lua_rawset(L, -3);
+        break;
+    case ':':
+        lua_pushnumber(L, (lua_Number)strtoll(s + 1, NULL, 10));
+        break;
+    case '$': {
+        long long n = strtoll(s + 1, NULL, 10);
+        if (n < 0) {
+            lua_pushboolean(L, 0);
+        } else {
+            lua_pushlstring(L, *p, (size_t)n);
+            *p += n + 2;
+        }
+        break;
+    }
+    case '*': {
+        long long n = strtoll(s + 1, NULL, 10);
+        if (n < 0) {
+            lua_pushboolean(L, 0);
+            break;
+        }
+        lua_createtable(L, n < 1024 ? (int)n : 1024, 0);
+        for (long long i = 1; i <= n; i++) {
+            resp_to_lua(L, p, end, depth + 1);
+            lua_rawseti(L, -2, (int)i);
+        }
+        break;
+    }
+    default:
+        lua_pushboolean(L, 0);
+        break;
+    }
+}
+
+/* ---- Lua -> reply ---- */
+
+/* Redis converts numbers with a C cast; an out-of-range or NaN double comes out as INT64_MIN
+ * there (x86's conversion result), spelled out here without undefined behaviour. */
+static int64_t num_to_i64(lua_Number n)
+{
+    if (!(n >= -9223372036854775808.0 && n < 9223372036854775808.0))
+        return INT64_MIN;
+    return (int64_t)n;
+}
+
+static void error_string_reply(struct rbuf *out, const char *s, size_t n)
+{
+    if (n > 0 && s[0] == '-')
+        s++, n--;
+    char *msg = xmalloc(n + 1);
+    memcpy(msg, s, n);
+    msg[n] = '\0';
+    reply_error(out, msg);
+    free(msg);
+}
+
+static void lua_to_reply(lua_State *L, int idx, struct rbuf *out, int depth)
+{
+    if (depth > REPLY_MAX_DEPTH || !lua_checkstack(L, 4)) {
+        reply_error(out, "ERR reached lua stack limit");
+        return;
+    }
+    switch (lua_type(L, idx)) {
+    case LUA_TSTRING: {
+        size_t n;
+        const char *s = lua_tolstring(L, idx, &n);
+        reply_bulk(out, s, n);
+        return;
+    }
+    case LUA_TBOOLEAN:
+        if (lua_toboolean(L, idx))
+            reply_int(out, 1);
+        else
+            reply_nil(out);
+        return;
+    case LUA_TNUMBER:
+        reply_int(out, num_to_i64(lua_tonumber(L, idx)));
+        return;
+    case LUA_TTABLE:
+        break;
+    default:
+        reply_nil(out);
+        return;
+    }
+    int t = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
+    lua_pushliteral(L, "err");
+    lua_rawget(L, t);
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        size_t n;
+        const char *s = lua_tolstring(L, -1, &n);
+        error_string_reply(out, s, n);
+        lua_pop(L, 1);
+        return;
+    }
+    lua_pop(L, 1);
+    lua_pushliteral(L, "ok");
+    lua_rawget(L, t);
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        size_t n;
+        const char *s = lua_tolstring(L, -1, &n);
+        char *msg = xmalloc(n + 1);
+        memcpy(msg, s, n);
+        msg[n] = '\0';
+        for (size_t i = 0; i < n; i++)
+            if (msg[i] == '\r' || msg[i] == '\n')
+                msg[i] = ' ';
+        reply_simple(out, msg);
+        free(msg);
+        lua_pop(L, 1);
+        return;
+    }
+    lua_pop(L, 1);
+    /* An array up to its first nil, as Redis walks it. */
+    int64_t n = 0;
+    for (;;) {
+        lua_rawgeti(L, t, (int)(n + 1));
+        int nil = lua_isnil(L, -1);
+        lua_pop(L, 1);
+        if (nil || n == INT32_MAX)
+            break;
+        n++;
+    }
+    reply_array(out, n);
+    for (int64_t i = 1; i <= n; i++) {
+        lua_rawgeti(L, t, (int)i);
+        lua_to_reply(L, -1, out, depth + 1);
+        lua_pop(L, 1);
+    }
+}
+
+/* ---- the redis library ---- */
+
+static struct engine *engine_of(lua_State *L)
+{
+    void *ud;
+    lua_getallocf(L, &ud);
+    return ud;
+}
+
+static int redis_call(lua_State *L, int raise)
+{
+    struct engine *e = engine_of(L);
+    int argc = lua_gettop(L);
+    if (argc == 0)
+        return fail(L, raise, "Please specify at least one argument for this redis lib call");
+    if (argc > e->cap) {
+        int cap = argc < 16 ? 16 : argc;
+        char **argv = xrealloc(e->argv, sizeof(char *) * (size_t)cap);
+        size_t *lens = xrealloc(e->lens, sizeof(size_t) * (size_t)cap);
+        e->argv = argv;
+        e->lens = lens;
+        e->cap = cap;
+    }
+    for (int i = 1; i <= argc; i++) {
+        int t = lua_type(L, i);
+        if (t == LUA_TNUMBER) {
+            /* Redis formats numbers with %.17g, not Lua's %.14g; for an integer below 2^53
+             * that is its plain decimal digits, written here without printf. */
+            char buf[64];
+            double v = (double)lua_tonumber(L, i);
+            int n;
+            if (v > -9007199254740992.0 && v < 9007199254740992.0 && v == (double)(int64_t)v &&
+                !(v == 0 && signbit(v)))
+                n = (int)util_fmt_i64(buf, (int64_t)v);
+            else
+                n = snprintf(buf, sizeof(buf), "%.17g", v);
+            lua_pushlstring(L, buf, (size_t)n);
+            lua_replace(L, i);
+        } else if (t != LUA_TSTRING) {
+            return fail(L, raise, "Lua redis lib command arguments must be strings or integers");
+        }
+        e->argv[i - 1] = (char *)lua_tolstring(L, i, &e->lens[i - 1]);
+    }
+    if (e->hold == NULL)
+        return fail(L, raise, "redis.call is only available while a script runs");
+    e->reply.len = 0;
+    cmd_from_script(e->hold, argc, e->argv, e->lens, &e->reply);
+    const char *p = e->reply.p, *end = e->reply.p + e->reply.len;
+    if (e->reply.len == 0) {
+        lua_pushboolean(L, 0);
+        return 1;
+    }
+    if (p[0] == '-') {
+        const char *crlf = memchr(p, '\r', e->reply.len);
+        push_error(L, p, crlf ? (size_t)(crlf - p) : e->reply.len);
+        return raise ? lua_error(L) : 1;
+    }
+    resp_to_lua(L, &p, end, 0);
+    return 1;
+}
+
+static int l_call(lua_State *L)
+{
+    return redis_call(L, 1);
+}
+
+static int l_pcall(lua_State *L)
+{
+    return redis_call(L, 0);
+}
+
+/* Errors Redis raises without a position: a bare message. */
+static int raw_error(lua_State *L, const char *msg)
+{
+    lua_pushstring(L, msg);
+    return lua_error(L);
+}
+
+static int l_sha1hex(lua_State *L)
+{
+    if (lua_gettop(L) != 1)
+        return raw_error(L, "wrong number of arguments");
+    size_t n = 0;
+    const char *s = lua_tolstring(L, 1, &n);
+    char hex[41];
+    script_sha1hex(s ? s : "", s ? n : 0, hex);
+    lua_pushstring(L, hex);
+    return 1;
+}
+
+static int l_error_reply(lua_State *L)
+{
+    if (lua_gettop(L) != 1 || lua_type(L, 1) != LUA_TSTRING)
+        return fail(L, 0, "wrong number or type of arguments");
+    size_t n;
+    const char *s = lua_tolstring(L, 1, &n);
+    if (n > 0 && s[0] == '-') {
+        push_error(L, s, n);
+    } else {
+        luaL_Buffer b;
+        luaL_buffinit(L, &b);
+        luaL_addchar(&b, '-');
+        luaL_addlstring(&b, s, n);
+        luaL_pushresult(&b);
+        size_t m;
+        const char *t = lua_tolstring(L, -1, &m);
+        push_error(L, t, m);
+    }
+    return 1;
+}
+
+static int l_status_reply(lua_State *L)
+{
+    if (lua_gettop(L) != 1 || lua_type(L, 1) != LUA_TSTRING)
+        return fail(L, 0, "wrong number or type of arguments");
+    lua_newtable(L);
+    lua_pushliteral(L, "ok");
+    lua_pushvalue(L, 1);
+    lua_rawset(L, -3);
+    return 1;
+}
+
+static int l_log(lua_State *L)
+{
+    int argc = lua_gettop(L);
+    if (argc < 2)
+        return raw_error(L, "redis.log() requires two arguments or more.");
+    if (!lua_isnumber(L, 1))
+        return raw_error(L, "First argument must be a number (log level).");
+    lua_Integer level = lua_tointeger(L, 1);
+    if (level < LOG_DEBUG || level > LOG_WARNING)
+        return raw_error(L, "Invalid debug level.");
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 2; i <= argc; i++) {
+        size_t n;
+        const char *s = lua_tolstring(L, i, &n);
+        if (s == NULL)
+            continue;
+        if (i > 2)
+            luaL_addchar(&b, ' ');
+        luaL_addlstring(&b, s, n);
+    }
+    luaL_pushresult(&b);
+    log_msg((enum log_level)level, "%s", lua_tostring(L, -1));
+    return 0;
+}
+
+static int l_setresp(lua_State *L)
+{
+    if (lua_gettop(L) != 1)
+        return raw_error(L, "redis.setresp() requires one argument.");
+    lua_Integer v = lua_tointeger(L, 1);
+    if (v != 2 && v != 3)
+        return raw_error(L, "RESP version must be 2 or 3.");
+    if (v == 3)
+        return raw_error(L, "rlimitd scripts speak RESP2 only.");
+    return 0;
+}
+
+static int l_replicate_commands(lua_State *L)
+{
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int l_set_repl(lua_State *L)
+{
+    if (lua_gettop(L) != 1)
+        return raw_error(L, "redis.set_repl() requires two arguments.");
+    lua_Integer v = lua_tointeger(L, 1);
+    if (v < 0 || v > 3)
+        return raw_error(L,
+                         "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or "
+                         "REPL_NONE.");
+    return 0; /* rlimitd has no replication: accepted and nothing else */
+}
+
+/* pcall as Redis 7 replaces it: a caught error table with an err field (what redis.call raises)
+ * comes back as its err string. */
+static int l_pcall_global(lua_State *L)
+{
+    int argc = lua_gettop(L);
+    luaL_checkany(L, 1);
+    lua_pushboolean(L, 1);
+    lua_insert(L, 1);
+    if (lua_pcall(L, argc - 1, LUA_MULTRET, 0) != 0) {
+        if (atomic_load_explicit(&engine_of(L)->kill, memory_order_relaxed))
+            return lua_error(L); /* a killed script cannot catch its own end */
+        lua_remove(L, 1);
+        if (lua_istable(L, -1)) {
+            lua_getfield(L, -1, "err");
+            if (lua_isstring(L, -1))
+                lua_replace(L, -2);
+            else
+                lua_pop(L, 1);
+        }
+        lua_pushboolean(L, 0);
+        lua_insert(L, 1);
+    }
+    return lua_gettop(L);
+}
+
+/* xpcall, likewise unable to catch a kill. */
+static int l_xpcall_global(lua_State *L)
+{
+    luaL_checkany(L, 2);
+    lua_settop(L, 2);
+    lua_insert(L, 1); /* handler under f */
+    int rc = lua_pcall(L, 0, LUA_MULTRET, 1);
+    if (rc != 0 && atomic_load_explicit(&engine_of(L)->kill, memory_order_relaxed))
+        return lua_error(L);
+    lua_pushboolean(L, rc == 0);
+    lua_replace(L, 1);
+    return lua_gettop(L);
+}
+
+/* Every HOOK_EVERY instructions: stop if killed. After a kill it fires on every instruction,
+ * so the error is raised again wherever the script goes. */
+static void kill_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    if (!atomic_load_explicit(&engine_of(L)->kill, memory_order_relaxed))
+        return;
+    lua_sethook(L, kill_hook, LUA_MASKCOUNT, 1);
+    push_error(L, KILLED_TEXT, sizeof(KILLED_TEXT) - 1);
+    lua_error(L);
+}
+
+/* ---- math.random as Redis's: rand48 seeded with 0, one sequence per thread's state (Redis
+ * has one per server: neither is reproducible across a server's history) ---- */
+
+static int32_t rand48_next(struct engine *e)
+{
+    e->rand48 = (e->rand48 * 0x5DEECE66Dull + 0xB) & ((1ull << 48) - 1);
+    return (int32_t)(e->rand48 >> 17);
+}
+
+static void rand48_seed(struct engine *e, int32_t seed)
+{
+    e->rand48 = ((uint64_t)(uint32_t)seed << 16) | 0x330E;
+}
+
+static int l_random(lua_State *L)
+{
+    struct engine *e = engine_of(L);
+    lua_Number r = (lua_Number)(rand48_next(e) % INT32_MAX) / (lua_Number)INT32_MAX;
+    switch (lua_gettop(L)) {
+    case 0:
+        lua_pushnumber(L, r);
+        break;
+    case 1: {
+        int u = luaL_checkint(L, 1);
+        luaL_argcheck(L, 1 <= u, 1, "interval is empty");
+        lua_pushnumber(L, floor(r * u) + 1);
+        break;
+    }
+    case 2: {
+        int l = luaL_checkint(L, 1);
+        int u = luaL_checkint(L, 2);
+        luaL_argcheck(L, l <= u, 2, "interval is empty");
+        lua_pushnumber(L, floor(r * (u - l + 1)) + l);
+        break;
+    }
+    default:
+        return luaL_error(L, "wrong number of arguments");
+    }
+    return 1;
+}
+
+static int l_randomseed(lua_State *L)
+{
+    rand48_seed(engine_of(L), (int32_t)luaL_checkint(L, 1));
+    return 0;
+}
+
+/* ---- sandbox ---- */
+
+static int ro_newindex(lua_State *L)
+{
+    return luaL_error(L, "Attempt to modify a readonly table");
+}
+
+/* W's __index: only reached for a name W does not hold. */
+static int globals_index(lua_State *L)
+{
+    const char *name = lua_tostring(L, 2);
+    return luaL_error(L, "Script attempted to access nonexistent global variable '%s'",
+                      name ? name : "?");
+}
+
+static int is_readonly(lua_State *L, int idx)
+{
+    struct engine *e = engine_of(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->ro_ref);
+    lua_pushvalue(L, idx);
+    lua_rawget(L, -2);
+    int ro = lua_toboolean(L, -1);
+    lua_pop(L, 2);
+    return ro;
+}
+
+static int l_rawset(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    luaL_checkany(L, 2);
+    luaL_checkany(L, 3);
+    if (is_readonly(L, 1))
+        return raw_error(L, "Attempt to modify a readonly table");
+    lua_settop(L, 3);
+    lua_rawset(L, 1);
+    return 1;
+}
+
+static int l_setmetatable(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    if (is_readonly(L, 1))
+        return raw_error(L, "Attempt to modify a readonly table");
+    int t = lua_type(L, 2);
+    luaL_argcheck(L, t == LUA_TNIL || t == LUA_TTABLE, 2, "nil or table expected");
+    if (luaL_getmetafield(L, 1, "__metatable"))
+        return luaL_error(L, "cannot change a protected metatable");
+    lua_settop(L, 2);
+    lua_setmetatable(L, 1);
+    return 1;
+}
+
+/* The chunk name Lua would print for a string source (luaO_chunkid's rules, LUA_IDSIZE 60). */
+static void chunk_id(char *out, size_t outlen, const char *src)
+{
+    if (src[0] == '=') {
+        snprintf(out, outlen, "%.59s", src + 1);
+    } else if (src[0] == '@') {
+        size_t l = strlen(src + 1);
+        if (l > 43)
+            snprintf(out, outlen, "...%s", src + 1 + l - 43);
+        else
+            snprintf(out, outlen, "%s", src + 1);
+    } else {
+        size_t len = strcspn(src, "\n\r");
+        if (len > 43)
+            len = 43;
+        if (src[len] != '\0')
+            snprintf(out, outlen, "[string \"%.*s...\"]", (int)len, src);
+        else
+            snprintf(out, outlen, "[string \"%s\"]", src);
+    }
+}
+
+/* Loads text only: a binary chunk (ESC first) fails as Redis's Lua fails it, parsed as text. */
+static int load_text(lua_State *L, const char *s, size_t n, const char *name)
+{
+    if (n > 0 && s[0] == '\033') {
+        char id[80];
+        chunk_id(id, sizeof(id), name);
+        lua_pushnil(L);
+        lua_pushfstring(L, "%s:1: unexpected symbol near 'char(27)'", id);
+        return 2;
+    }
+    if (luaL_loadbuffer(L, s, n, name) != 0) {
+        lua_pushnil(L);
+        lua_insert(L, -2);
+        return 2;
+    }
+    return 1;
+}
+
+static int l_loadstring(lua_State *L)
+{
+    size_t n;
+    const char *s = luaL_checklstring(L, 1, &n);
+    const char *name = luaL_optstring(L, 2, s);
+    return load_text(L, s, n, name);
+}
+
+static int l_load(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    const char *name = luaL_optstring(L, 2, "=(load)");
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (;;) {
+        lua_pushvalue(L, 1);
+        lua_call(L, 0, 1);
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            break;
+        }
+        if (!lua_isstring(L, -1))
+            return luaL_error(L, "reader function must return a string");
+        if (lua_objlen(L, -1) == 0) {
+            lua_pop(L, 1);
+            break;
+        }
+        luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+    size_t n;
+    const char *s = lua_tolstring(L, -1, &n);
+    return load_text(L, s, n, name);
+}
+
+/* Replaces the table at the top with a read-only proxy over it, and records the proxy. */
+static void make_proxy(lua_State *L, struct engine *e)
+{
+    lua_newtable(L);                /* real proxy */
+    lua_newtable(L);                /* real proxy mt */
+    lua_pushvalue(L, -3);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, ro_newindex);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);        /* real proxy */
+    lua_remove(L, -2);              /* proxy */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->ro_ref);
+    lua_pushvalue(L, -2);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+static const luaL_Reg redis_fns[] = {
+    {"call", l_call},
+    {"pcall", l_pcall},
+    {"sha1hex", l_sha1hex},
+    {"error_reply", l_error_reply},
+    {"status_reply", l_status_reply},
+    {"log", l_log},
+    {"setresp", l_setresp},
+    {"replicate_commands", l_replicate_commands},
+    {"set_repl", l_set_repl},
+    {NULL, NULL},
+};
+
+/* Redis 7.0's globals (without cmsgpack and struct, which rlimitd does not ship). */
+static const char *const visible[] = {
+    "_VERSION", "assert", "collectgarbage", "error", "gcinfo", "getmetatable", "ipairs",
+    "next", "pairs", "rawequal", "rawget", "select", "tonumber", "tostring", "type",
+    "unpack", NULL,
+};
+
+static int open_libs(lua_State *L)
+{
+    struct engine *e = engine_of(L);
+    lua_newtable(L);
+    e->ro_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_newtable(L);
+    e->fns_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_newtable(L);
+    e->flags_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+
+    /* The standard libraries Redis opens, into the real globals. */
+    static const luaL_Reg libs[] = {
+        {"", luaopen_base},       {LUA_TABLIBNAME, luaopen_table},
+        {LUA_STRLIBNAME, luaopen_string}, {LUA_MATHLIBNAME, luaopen_math},
+        {"cjson", luaopen_cjson}, {"bit", luaopen_bit},
+    };
+    for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+        lua_pushcfunction(L, libs[i].func);
+        lua_pushstring(L, libs[i].name);
+        lua_call(L, 1, 1);
+        /* lua-cjson returns its table without setting a global; the others set it too. */
+        if (libs[i].name[0] != '\0' && lua_istable(L, -1))
+            lua_setglobal(L, libs[i].name);
+        else
+            lua_pop(L, 1);
+    }
+    lua_getglobal(L, LUA_MATHLIBNAME);
+    lua_pushcfunction(L, l_random);
+    lua_setfield(L, -2, "random");
+    lua_pushcfunction(L, l_randomseed);
+    lua_setfield(L, -2, "randomseed");
+    lua_pop(L, 1);
+
+    /* redis */
+    lua_newtable(L);
+    luaL_register(L, NULL, redis_fns);
+    static const struct {
+        const char *name;
+        int v;
+    } consts[] = {
+        {"LOG_DEBUG", LOG_DEBUG}, {"LOG_VERBOSE", LOG_VERBOSE}, {"LOG_NOTICE", LOG_NOTICE},
+        {"LOG_WARNING", LOG_WARNING}, {"REPL_NONE", 0}, {"REPL_AOF", 1}, {"REPL_SLAVE", 2},
+        {"REPL_REPLICA", 2}, {"REPL_ALL", 3}, {"REDIS_VERSION_NUM", REDIS_VERSION_NUM},
+    };
+    for (size_t i = 0; i < sizeof(consts) / sizeof(consts[0]); i++) {
+        lua_pushinteger(L, consts[i].v);
+        lua_setfield(L, -2, consts[i].name);
+    }
+    lua_pushliteral(L, REDIS_VERSION_STR);
+    lua_setfield(L, -2, "REDIS_VERSION");
+    lua_setglobal(L, "redis");
+
+    /* The whitelist W the globals proxy reads. */
+    lua_newtable(L);
+    int w = lua_gettop(L);
+    for (int i = 0; visible[i] != NULL; i++) {
+        lua_getglobal(L, visible[i]);
+        lua_setfield(L, w, visible[i]);
+    }
+    lua_pushcfunction(L, l_rawset);
+    lua_setfield(L, w, "rawset");
+    lua_pushcfunction(L, l_pcall_global);
+    lua_setfield(L, w, "pcall");
+    lua_pushcfunction(L, l_xpcall_global);
+    lua_setfield(L, w, "xpcall");
+    lua_pushcfunction(L, l_setmetatable);
+    lua_setfield(L, w, "setmetatable");
+    lua_pushcfunction(L, l_loadstring);
+    lua_setfield(L, w, "loadstring");
+    lua_pushcfunction(L, l_load);
+    lua_setfield(L, w, "load");
+    static const char *const tables[] = {"string", "table", "math", "cjson", "bit", "redis",
+                                         "coroutine", NULL};
+    for (int i = 0; tables[i] != NULL; i++) {
+        lua_getglobal(L, tables[i]);
+        make_proxy(L, e);
+        lua_setfield(L, w, tables[i]);
+    }
+    /* The string metatable's __index is the real string table: hide the metatable so that
+     * table cannot be reached and changed through it. */
+    lua_pushliteral(L, "");
+    lua_getmetatable(L, -1);
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_pop(L, 2);
+
+    /* W's own metatable turns a read of an unknown name into Redis's error; a known name is
+     * found by Lua's table lookup, without a C call. */
+    lua_newtable(L);
+    lua_pushcfunction(L, globals_index);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, w);
+
+    /* The globals proxy G: empty; reads go to W, writes fail. */
+    lua_newtable(L);
+    int g = lua_gettop(L);
+    lua_newtable(L);
+    lua_pushvalue(L, w);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, ro_newindex);
+    lua_setfield(L, -2, "__newindex");
+    lua_newtable(L); /* what getmetatable(_G) shows: an empty read-only table */
+    make_proxy(L, e);
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, g);
+    lua_pushvalue(L, g);
+    lua_setfield(L, w, "_G");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->ro_ref);
+    lua_pushvalue(L, g);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+    lua_pushvalue(L, w);
+    e->globals_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_replace(L, LUA_GLOBALSINDEX); /* from here on every chunk sees G */
+    lua_pop(L, 1);                    /* W */
+    return 0;
+}
+
+/* The top-level error handler: turns any error into Redis's final text,
+ * "<msg> script: <sha>, on @user_script:<line>." (msg "ERR <text>" unless the error is a
+ * table with an err field, as redis.call raises). */
+static int err_handler(lua_State *L)
+{
+    struct engine *e = engine_of(L);
+    const char *msg = NULL;
+    size_t n = 0;
+    int prefix = 1;
+    if (lua_istable(L, 1)) {
+        lua_getfield(L, 1, "err");
+        if (lua_type(L, -1) == LUA_TSTRING) {
+            msg = lua_tolstring(L, -1, &n);
+            prefix = 0;
+        } else {
+            lua_pop(L, 1);
+        }
+    }
+    if (msg == NULL) {
+        int t = lua_type(L, 1);
+        if (t == LUA_TSTRING || t == LUA_TNUMBER) {
+            lua_pushvalue(L, 1);
+        } else if (t == LUA_TNIL) {
+            lua_pushliteral(L, "nil");
+        } else if (t == LUA_TBOOLEAN) {
+            lua_pushstring(L, lua_toboolean(L, 1) ? "true" : "false");
+        } else {
+            lua_pushfstring(L, "%s: %p", lua_typename(L, t), lua_topointer(L, 1));
+        }
+        msg = lua_tolstring(L, -1, &n);
+    }
+    lua_Debug ar;
+    int have = 0;
+    if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar)) {
+        have = 1;
+        if (strcmp(ar.what, "C") == 0)
+            have = lua_getstack(L, 2, &ar) && lua_getinfo(L, "Sl", &ar);
+    }
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    if (prefix)
+        luaL_addstring(&b, "ERR ");
+    luaL_addlstring(&b, msg, n);
+    luaL_addstring(&b, " script: ");
+    luaL_addstring(&b, e->sha);
+    if (have) {
+        lua_pushfstring(L, ", on %s:%d.", ar.source, ar.currentline);
+        luaL_addvalue(&b);
+    } else {
+        luaL_addchar(&b, '.');
+    }
+    luaL_pushresult(&b);
+    e->handled = 1;
+    return 1;
+}
+
+static struct engine *engine_get(void)
+{
+    struct engine *e = tl_engine;
+    if (e == NULL) {
+        e = xcalloc(1, sizeof(*e));
+        rbuf_init(&e->reply);
+        e->L = lua_newstate(lua_alloc, e);
+        if (e->L == NULL)
+            abort();
+        lua_pushcfunction(e->L, open_libs);
+        if (lua_pcall(e->L, 0, 0, 0) != 0)
+            abort(); /* only out of memory, far below the limit: nothing sane to do */
+        lua_pushcfunction(e->L, err_handler);
+        e->handler_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+        e->gen = script_cache_generation();
+        rand48_seed(e, 0);
+        pthread_mutex_lock(&engines_lock);
+        e->next = engines;
+        engines = e;
+        pthread_mutex_unlock(&engines_lock);
+        tl_engine = e;
+    }
+    uint64_t gen = script_cache_generation();
+    if (e->gen != gen) {
+        /* SCRIPT FLUSH since this state compiled: drop its functions. */
+        lua_newtable(e->L);
+        lua_rawseti(e->L, LUA_REGISTRYINDEX, e->fns_ref);
+        lua_newtable(e->L);
+        lua_rawseti(e->L, LUA_REGISTRYINDEX, e->flags_ref);
+        lua_gc(e->L, LUA_GCCOLLECT, 0);
+        e->mem_gc = e->mem;
+        e->gen = gen;
+    }
+    return e;
+}
+
+int script_lookup(const char *sha)
+{
+    struct engine *e = engine_get();
+    lua_rawgeti(e->L, LUA_REGISTRYINDEX, e->flags_ref);
+    lua_getfield(e->L, -1, sha);
+    int flags = lua_isnumber(e->L, -1) ? (int)lua_tointeger(e->L, -1) : -1;
+    lua_pop(e->L, 2);
+    return flags;
+}
+
+int script_compile(const char *sha, const char *body, size_t len, struct rbuf *out)
+{
+    char err[256];
+    unsigned flags;
+    if (script_shebang(body, len, &flags, err, sizeof(err)) != 0) {
+        reply_error(out, err);
+        return -1;
+    }
+    struct engine *e = engine_get();
+    lua_State *L = e->L;
+    int rc;
+    if (flags & SCRIPT_FLAG_SHEBANG) {
+        /* The shebang line becomes a comment, so line numbers stay the script's. */
+        char *copy = xmalloc(len);
+        memcpy(copy, body, len);
+        copy[0] = copy[1] = '-';
+        rc = luaL_loadbuffer(L, copy, len, "@user_script");
+        free(copy);
+    } else if (len > 0 && body[0] == '\033') {
+        lua_pushliteral(L, "user_script:1: unexpected symbol near 'char(27)'");
+        rc = LUA_ERRSYNTAX;
+    } else {
+        rc = luaL_loadbuffer(L, body, len, "@user_script");
+    }
+    if (rc != 0) {
+        const char *m = lua_tostring(L, -1);
+        reply_errorf(out, "ERR Error compiling script (new function): %s", m ? m : "?");
+        lua_pop(L, 1);
+        return -1;
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->fns_ref);
+    lua_insert(L, -2);
+    lua_setfield(L, -2, sha);
+    lua_pop(L, 1);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->flags_ref);
+    lua_pushinteger(L, (lua_Integer)flags);
+    lua_setfield(L, -2, sha);
+    lua_pop(L, 1);
+    mem_publish(e);
+    return (int)flags;
+}
+
+static void set_array(lua_State *L, int w, const char *name, char **v, const size_t *lens, int n)
+{
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_pushlstring(L, v[i], lens[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, w, name);
+}
+
+void script_run(const char *sha, struct script_hold *h, char **keys, const size_t *klens,
+                int nkeys, char **args, const size_t *alens, int nargs, struct rbuf *out)
+{
+    struct engine *e = engine_get();
+    lua_State *L = e->L;
+    int base = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->globals_ref);
+    set_array(L, base + 1, "KEYS", keys, klens, nkeys);
+    set_array(L, base + 1, "ARGV", args, alens, nargs);
+    lua_pop(L, 1);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->handler_ref);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->fns_ref);
+    lua_getfield(L, -1, sha);
+    lua_remove(L, -2);
+    e->sha = sha;
+    e->hold = h;
+    e->handled = 0;
+    atomic_store(&e->wrote, 0);
+    atomic_store(&e->kill, 0);
+    lua_sethook(L, kill_hook, LUA_MASKCOUNT, HOOK_EVERY);
+    pthread_mutex_lock(&engines_lock); /* SCRIPT KILL sees start and flags together */
+    atomic_store(&e->run_start, clock_mono_ns());
+    pthread_mutex_unlock(&engines_lock);
+    int rc = lua_pcall(L, 0, 1, base + 1);
+    pthread_mutex_lock(&engines_lock);
+    atomic_store(&e->run_start, 0);
+    atomic_store(&e->kill, 0);
+    pthread_mutex_unlock(&engines_lock);
+    e->hold = NULL;
+    if (rc == 0) {
+        lua_to_reply(L, -1, out, 0);
+    } else if (e->handled && lua_isstring(L, -1)) {
+        reply_error(out, lua_tostring(L, -1));
+    } else {
+        /* Out of memory, or the handler itself failed (e.g. Lua's stack overflow). */
+        const char *m = lua_tostring(L, -1);
+        reply_errorf(out, "ERR %s script: %s.", m ? m : "error running script", sha);
+    }
+    lua_settop(L, base);
+    /* Garbage is collected incrementally as scripts allocate; a script that left a large
+     * heap behind (a failed memory bomb, a big reply) gets a full collection now, so the next
+     * script starts with the memory it is allowed. */
+    if (e->mem < e->mem_gc)
+        e->mem_gc = e->mem;
+    if (e->mem > e->mem_gc + GC_FULL_AFTER) {
+        lua_gc(L, LUA_GCCOLLECT, 0);
+        e->mem_gc = e->mem;
+    }
+    mem_publish(e);
+}
+
+void script_note_write(void)
+{
+    if (tl_engine != NULL)
+        atomic_store_explicit(&tl_engine->wrote, 1, memory_order_relaxed);
+}
+
+int script_kill(int64_t older_than_ns, int force)
+{
+    int64_t now = clock_mono_ns();
+    int killed = 0, unkillable = 0;
+    pthread_mutex_lock(&engines_lock);
+    for (struct engine *e = engines; e != NULL; e = e->next) {
+        int64_t start = atomic_load(&e->run_start);
+        if (start == 0 || now - start < older_than_ns || atomic_load(&e->kill))
+            continue;
+        if (atomic_load(&e->wrote) && !force) {
+            unkillable++;
+        } else {
+            atomic_store(&e->kill, 1);
+            killed++;
+        }
+    }
+    pthread_mutex_unlock(&engines_lock);
+    return killed > 0 ? SCRIPT_KILLED : unkillable > 0 ? SCRIPT_UNKILLABLE : SCRIPT_NOTBUSY;
+}
+
+int script_busy(int64_t older_than_ns)
+{
+    int64_t now = clock_mono_ns();
+    int busy = 0;
+    pthread_mutex_lock(&engines_lock);
+    for (struct engine *e = engines; e != NULL; e = e->next) {
+        int64_t start = atomic_load(&e->run_start);
+        if (start != 0 && now - start >= older_than_ns)
+            busy = 1;
+    }
+    pthread_mutex_unlock(&engines_lock);
+    return busy;
+}
+
+uint64_t script_engine_memory(void)
+{
+    int64_t sum = atomic_load_explicit(&total_mem, memory_order_relaxed);
+    return sum < 0 ? 0 : (uint64_t)sum;
+}
+
+void script_engine_free_all(void)
+{
+    pthread_mutex_lock(&engines_lock);
+    struct engine *e = engines;
+    engines = NULL;
+    pthread_mutex_unlock(&engines_lock);
+    while (e != NULL) {
+        struct engine *next = e->next;
+        lua_close(e->L);
+        rbuf_free(&e->reply);
+        free(e->argv);
+        free(e->lens);
+        free(e);
+        e = next;
+    }
+    tl_engine = NULL;
+    atomic_store(&total_mem, 0);
+}

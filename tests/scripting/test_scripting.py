@@ -1,0 +1,494 @@
+#!/usr/bin/env python3
+"""test_scripting.py - EVAL on the real rlimitd: atomicity and key declaration, one Lua state per
+I/O thread running in parallel, the limiter commands from scripts, hostile scripts, INFO.
+
+    test_scripting.py RLIMITD_BINARY [TEST...]
+
+Prints one line per test and "N passed, N failed"; exits 1 on any failure. Nothing here
+depends on the machine's speed: parallelism is shown by the overlap of the scripts' own run
+intervals as the server measured them (TIME inside the script for the start, SLOWLOG for the
+duration), not by wall-clock speed."""
+import os
+import select
+import sys
+import threading
+import time
+
+from resp import Conn, Server, parse
+
+BIN = None
+SPIN = "local n = tonumber(ARGV[1]) local x = 0 for i = 1, n do x = x + i end " \
+       "return redis.call('TIME')"
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def err(v):
+    return isinstance(v, Exception)
+
+
+def t_declared_keys(srv):
+    c = srv.conn()
+    v = c.value("EVAL", "return redis.call('set', 'undeclared', 1)", "0")
+    check(err(v) and "not declared in KEYS" in str(v), "undeclared key refused: %r" % v)
+    v = c.value("EVAL", "return redis.call('get', KEYS[1] .. 'x')", "1", "k")
+    check(err(v) and "not declared in KEYS" in str(v), "key beside a declared one: %r" % v)
+    v = c.value("EVAL", "return redis.pcall('exists', KEYS[1], 'other')", "1", "k")
+    check(err(v) and "not declared" in str(v), "one undeclared key of several: %r" % v)
+    check(c.value("EVAL", "return redis.call('exists', KEYS[1], KEYS[2])", "2", "a", "b") == 0,
+          "declared keys work")
+    v = c.value("EVAL", "return redis.call('dbsize')", "0")
+    check(err(v) and "every shard" in str(v), "whole-keyspace command refused: %r" % v)
+    check(c.value("EVAL", "return redis.call('ping')", "0") == b"PONG", "keyless command")
+
+
+def t_atomic_counter(srv):
+    """Two clients each run 300 read-modify-write scripts on one key: no update is lost."""
+    body = "local v = tonumber(redis.call('get', KEYS[1]) or '0') " \
+           "for i = 1, 2000 do end redis.call('set', KEYS[1], v + 1) return v + 1"
+    errors = []
+
+    def worker():
+        try:
+            c = srv.conn()
+            for _ in range(300):
+                v = c.value("EVAL", body, "1", "atomic:ctr")
+                if err(v):
+                    errors.append(v)
+            c.close()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ths = [threading.Thread(target=worker) for _ in range(3)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    check(not errors, "errors: %r" % errors[:3])
+    check(srv.conn().value("GET", "atomic:ctr") == b"900", "900 increments, no lost update")
+
+
+def t_multi_key_no_deadlock(srv):
+    """Scripts declaring the same keys in opposite orders never deadlock (ascending locks)."""
+    body = "redis.call('incr', KEYS[1]) redis.call('incr', KEYS[2]) return 1"
+    errors = []
+
+    def worker(keys):
+        try:
+            c = srv.conn()
+            for _ in range(300):
+                v = c.value("EVAL", body, "2", *keys)
+                if v != 1:
+                    errors.append(v)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    ths = [threading.Thread(target=worker, args=(k,)) for k in
+           (("dl:a", "dl:b"), ("dl:b", "dl:a"), ("dl:a", "dl:b"), ("dl:b", "dl:a"))]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join(60)
+    check(not any(t.is_alive() for t in ths), "a script deadlocked")
+    check(not errors, "errors: %r" % errors[:3])
+    c = srv.conn()
+    check(c.value("GET", "dl:a") == b"1200" and c.value("GET", "dl:b") == b"1200", "1200 each")
+
+
+def t_one_clock(srv):
+    """Every call inside a script sees the same "now"."""
+    c = srv.conn()
+    v = c.value("EVAL", "local a = redis.call('TIME') for i = 1, 3000000 do end "
+                "local b = redis.call('TIME') return {a[1], a[2], b[1], b[2]}", "0")
+    check(v[0:2] == v[2:4], "TIME moved inside one script: %r" % v)
+    # Two CL.THROTTLE in one script agree on "now": the second sees the first's state exactly.
+    v = c.value("EVAL", "local a = redis.call('CL.THROTTLE', KEYS[1], 1, 1, 60) "
+                "local b = redis.call('CL.THROTTLE', KEYS[1], 1, 1, 60) "
+                "local d = redis.call('CL.THROTTLE', KEYS[1], 1, 1, 60) return {a, b, d}",
+                "1", "clock:gcra")
+    check(v[0][0] == 0 and v[1][0] == 0 and v[2][0] == 1, "burst 2 then denied: %r" % v)
+    # With one "now", the third call's retry is exactly one emission interval (60 s) past the
+    # second's TAT minus the burst: the same 60 s every run, whatever the machine's speed.
+    check(v[2][3] == 60, "retry after: %r" % v)
+
+
+def t_limiters_from_scripts(srv):
+    c = srv.conn()
+    v = c.value("EVAL", "return redis.call('CL.THROTTLE', KEYS[1], 4, 5, 10)", "1", "lim:g")
+    check(isinstance(v, list) and v[:3] == [0, 5, 4], "CL.THROTTLE from a script: %r" % v)
+    got = [c.value("EVAL", "return redis.call('ISALLOWED', KEYS[1], ARGV[1], ARGV[2], ARGV[3])",
+                   "1", "lim:i", "3", "60", "2") for _ in range(4)]
+    direct = Conn(srv.port)
+    check(got == [1, 1, 0, 0], "ISALLOWED from a script: %r" % got)
+    check(direct.value("ISALLOWED", "lim:i", "3", "60", "2") == 0, "same state as direct")
+    v = c.value("EVAL", "return redis.call('ISALLOWED', 'other', '3', '60', '2')", "1", "lim:i")
+    check(err(v) and "not declared" in str(v), "ISALLOWED on an undeclared key: %r" % v)
+    v = c.value("EVAL", "redis.call('CL.THROTTLE', KEYS[1], 1, 1, 60) "
+                "return redis.pcall('INCR', KEYS[1])", "1", "lim:wt")
+    check(err(v) and str(v).startswith("WRONGTYPE"), "WRONGTYPE on a GCRA key: %r" % v)
+
+
+def cmdstat_calls(c):
+    out = {}
+    for line in c.value("INFO", "commandstats").decode().split("\r\n"):
+        if line.startswith("cmdstat_"):
+            name, rest = line[8:].split(":", 1)
+            out[name] = int(rest.split(",")[0].split("=")[1])
+    return out
+
+
+def t_commandstats(srv):
+    c = srv.conn()
+    before = cmdstat_calls(c)
+    c.value("EVAL", "redis.call('incr', KEYS[1]) redis.call('incr', KEYS[1]) "
+            "return redis.call('get', KEYS[1])", "1", "cs:1")
+    after = cmdstat_calls(c)
+    for name, n in (("incr", 2), ("get", 1), ("eval", 1)):
+        check(after.get(name, 0) - before.get(name, 0) == n,
+              "%s counted %d times: %r -> %r" % (name, n, before.get(name), after.get(name)))
+
+
+def t_redis_log(srv):
+    c = srv.conn()
+    c.value("EVAL", "redis.log(redis.LOG_WARNING, 'scripted', 'hello', 42)", "0")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with open(srv.log, errors="replace") as f:
+            if "scripted hello 42" in f.read():
+                return
+        time.sleep(0.05)
+    raise AssertionError("redis.log line not in the log file")
+
+
+def find_other_thread_pair(srv):
+    """Two connections served by different I/O threads: while conn a runs a long script, a
+    PING on b is answered before a's reply exists."""
+    for attempt in range(6):
+        n = 400000 * (4 ** min(attempt, 3))
+        a = srv.conn()
+        others = [srv.conn() for _ in range(6)]
+        a.send("EVAL", SPIN, "0", str(n * 50))
+        time.sleep(0.02)
+        found = None
+        for b in others:
+            b.send("PING")
+            r, _, _ = select.select([b.sock], [], [], 5)
+            if not r:
+                continue
+            b.raw()
+            ra, _, _ = select.select([a.sock], [], [], 0)
+            if ra:
+                break  # a finished: the spin was too short this time
+            found = b
+            break
+        a.raw()
+        for o in others:
+            if o is not found:
+                o.close()
+        if found is not None:
+            return a, found
+        a.close()
+    raise AssertionError("no two connections on different I/O threads found")
+
+
+def t_parallel_threads(srv):
+    """Two scripts on different keys on different I/O threads run at the same time."""
+    a, b = find_other_thread_pair(srv)
+    c = srv.conn()
+    c.value("CONFIG", "SET", "slowlog-log-slower-than", "0")
+    c.value("SLOWLOG", "RESET")
+    n = "15000000"  # long enough that the clients' start skew is small beside it
+    res = {}
+
+    def run(name, conn, key):
+        res[name] = conn.value("EVAL", SPIN + " -- " + name, "1", key, n)
+
+    ta = threading.Thread(target=run, args=("A", a, "par:a"))
+    tb = threading.Thread(target=run, args=("B", b, "par:b"))
+    ta.start()
+    tb.start()
+    ta.join()
+    tb.join()
+    log = c.value("SLOWLOG", "GET", "100")
+    c.value("CONFIG", "SET", "slowlog-log-slower-than", "10000")
+    iv = {}
+    for entry in log:
+        args = entry[3]
+        if args and args[0].upper() == b"EVAL" and b"-- " in args[1]:
+            name = args[1].rsplit(b"-- ", 1)[1].decode()[:1]
+            start = int(res[name][0]) * 1000000 + int(res[name][1])
+            iv[name] = (start, start + entry[2])
+    check(set(iv) == {"A", "B"}, "both scripts in the slow log: %r" % log)
+    overlap = min(iv["A"][1], iv["B"][1]) - max(iv["A"][0], iv["B"][0])
+    shorter = min(iv["A"][1] - iv["A"][0], iv["B"][1] - iv["B"][0])
+    print("    run intervals (us): A %s, B %s, overlap %d us of %d" %
+          (iv["A"], iv["B"], overlap, shorter))
+    check(overlap > shorter // 4, "scripts on two threads did not overlap")
+
+
+def t_same_shard_serialises(srv):
+    """Two scripts on the same key never overlap, even on two threads."""
+    a, b = find_other_thread_pair(srv)
+    c = srv.conn()
+    c.value("CONFIG", "SET", "slowlog-log-slower-than", "0")
+    c.value("SLOWLOG", "RESET")
+    res = {}
+
+    def run(name, conn):
+        res[name] = conn.value("EVAL", SPIN + " -- " + name, "1", "ser:k", "3000000")
+
+    ths = [threading.Thread(target=run, args=(n, cn)) for n, cn in (("A", a), ("B", b))]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    log = c.value("SLOWLOG", "GET", "100")
+    c.value("CONFIG", "SET", "slowlog-log-slower-than", "10000")
+    iv = {}
+    for entry in log:
+        args = entry[3]
+        if args and args[0].upper() == b"EVAL" and b"-- " in args[1]:
+            name = args[1].rsplit(b"-- ", 1)[1].decode()[:1]
+            start = int(res[name][0]) * 1000000 + int(res[name][1])
+            iv[name] = (start, start + entry[2])
+    check(set(iv) == {"A", "B"}, "both logged")
+    # The clock is read before the shard lock is taken, so the later script's start may
+    # precede the first one's end; what must hold is that its run began after: its end is at
+    # least the first one's end plus its own (lock-free) spin. Checked loosely: ends differ by
+    # at least a quarter of the shorter run.
+    ends = sorted([iv["A"][1], iv["B"][1]])
+    shorter = min(iv["A"][1] - iv["A"][0], iv["B"][1] - iv["B"][0])
+    check(ends[1] - ends[0] > shorter // 4, "same-key scripts overlapped: %r" % iv)
+
+
+def t_hostile(srv):
+    c = srv.conn(timeout=900)  # a 1M-element reply and 256 MB of allocations: slow under ASan
+    v = c.value("EVAL", "local s = string.rep('x', 1024*1024*1024) return #s", "0")
+    check(err(v) and "not enough memory" in str(v), "memory bomb: %r" % v)
+    v = c.value("EVAL", "local t = {} local s = string.rep('y', 1000000) "
+                "for i = 1, 1000 do t[i] = s .. i end return #t", "0")
+    check(err(v) and "not enough memory" in str(v), "table of strings bomb: %r" % v)
+    v = c.value("EVAL", "local function f(n) return f(n+1)+1 end return f(1)", "0")
+    check(err(v) and "stack overflow" in str(v), "deep recursion: %r" % v)
+    v = c.value("EVAL", "local t = {} t[1] = t return t", "0")
+    check(isinstance(v, list), "cyclic table: %r" % type(v))
+    d = v
+    depth = 0
+    while isinstance(d, list):
+        d = d[0]
+        depth += 1
+    check(err(d) and "reached lua stack limit" in str(d), "cyclic table ends in an error")
+    v = c.value("EVAL", "local t = {} for i = 1, 1000000 do t[i] = i end return t", "0")
+    check(isinstance(v, list) and len(v) == 1000000 and v[-1] == 1000000, "1M-element reply")
+    v = c.value("EVAL", "return loadstring(string.dump(function() return 1 end))", "0")
+    check(v is None, "bytecode refused")
+    v = c.value("EVAL", "\x1bLuaQ\x00\x01\x04\x08\x04\x08\x00", "0")
+    check(err(v) and "Error compiling script" in str(v), "bytecode as a script: %r" % v)
+    v = c.value("EVAL", "x = 1", "0")
+    check(err(v) and "readonly table" in str(v), "global write: %r" % v)
+    for bad in ("redis.call('set', KEYS[1], {})", "redis.call('set', KEYS[1], nil)",
+                "redis.call(nil)", "redis.call('set', KEYS[1], function() end)"):
+        v = c.value("EVAL", bad, "1", "h:1")
+        check(err(v) and ("must be strings or integers" in str(v) or
+                          "Unknown Redis command" in str(v)), "%s: %r" % (bad, v))
+    check(c.value("PING") == b"PONG" and srv.alive(), "server alive")
+    # The engine still works after all that.
+    check(c.value("EVAL", "return 1 + 1", "0") == 2, "engine usable")
+
+
+def info_field(c, name):
+    for line in c.value("INFO", "memory").decode().split("\r\n"):
+        if line.startswith(name + ":"):
+            return int(line.split(":")[1])
+    raise AssertionError("INFO has no " + name)
+
+
+def t_many_scripts(srv):
+    c = srv.conn(timeout=900)
+    c.value("SCRIPT", "FLUSH")
+    c.value("EVAL", "return 1", "0")  # this thread's state drops what it held
+    base_lua = info_field(c, "used_memory_lua")
+    n = 100000
+    batch = 1000
+    for i in range(0, n, batch):
+        for j in range(i, i + batch):
+            c.send("SCRIPT", "LOAD", "return %d" % j)
+        for j in range(i, i + batch):
+            c.raw()
+    check(info_field(c, "number_of_cached_scripts") == n, "100k scripts cached")
+    lua = info_field(c, "used_memory_lua")
+    scripts = info_field(c, "used_memory_scripts_eval")
+    used = info_field(c, "used_memory")
+    print("    100k scripts: used_memory_lua %d -> %d, used_memory_scripts_eval %d" %
+          (base_lua, lua, scripts))
+    check(lua > base_lua + n * 100, "compiled scripts show in used_memory_lua")
+    check(scripts > n * 40 and used >= lua + scripts, "cache in used memory")
+    sha = c.value("SCRIPT", "LOAD", "return 99999")
+    check(c.value("EVALSHA", sha, "0") == 99999, "one of them runs")
+    check(c.value("SCRIPT", "FLUSH") == b"OK", "flush")
+    check(info_field(c, "number_of_cached_scripts") == 0, "flushed")
+    c.value("EVAL", "return 1", "0")  # this thread's state drops its functions now
+    lua2 = info_field(c, "used_memory_lua")
+    print("    after SCRIPT FLUSH: used_memory_lua %d" % lua2)
+    check(lua - lua2 > n * 100, "SCRIPT FLUSH frees the compiled scripts")
+    check(info_field(c, "used_memory_scripts_eval") < 4096, "and the sources")
+
+
+def t_maxmemory(srv):
+    """Lua memory counts toward maxmemory: with a small limit, loading scripts past it makes
+    key creation fail with OOM."""
+    c = srv.conn()
+    c.value("SCRIPT", "FLUSH")
+    c.value("FLUSHALL")
+    used = info_field(c, "used_memory")
+    c.value("CONFIG", "SET", "maxmemory", str(used + 4 * 1024 * 1024))
+    try:
+        check(c.value("SET", "mm:before", "1") == b"OK", "room before")
+        for j in range(0, 40000, 500):
+            for k in range(j, j + 500):
+                c.send("SCRIPT", "LOAD", "return 'padding padding padding %d'" % k)
+            for k in range(j, j + 500):
+                c.raw()
+        v = c.value("SET", "mm:after", "1")
+        check(err(v) and str(v).startswith("OOM"), "new key refused over maxmemory: %r" % v)
+        c.value("SCRIPT", "FLUSH")
+        c.value("EVAL", "return 1", "0")
+        check(c.value("SET", "mm:after", "1") == b"OK", "room again after SCRIPT FLUSH")
+    finally:
+        c.value("CONFIG", "SET", "maxmemory", "0")
+
+
+def t_scripts_shared_across_threads(srv):
+    """A script loaded on one connection runs by SHA on every other (any thread)."""
+    c = srv.conn()
+    sha = c.value("SCRIPT", "LOAD", "return 'shared ' .. ARGV[1]")
+    conns = [srv.conn() for _ in range(8)]
+    for i, x in enumerate(conns):
+        check(x.value("EVALSHA", sha, "0", str(i)) == b"shared %d" % i, "EVALSHA on conn %d" % i)
+    c.value("SCRIPT", "FLUSH")
+    for x in conns:
+        v = x.value("EVALSHA", sha, "0", "1")
+        check(err(v) and str(v).startswith("NOSCRIPT"), "flushed for every thread: %r" % v)
+
+
+def t_multi_exec(srv):
+    c = srv.conn()
+    c.value("MULTI")
+    c.value("EVAL", "return redis.call('incr', KEYS[1])", "1", "mx:1")
+    c.value("EVAL", "return redis.call('incr', KEYS[1])", "1", "mx:1")
+    v = c.value("EXEC")
+    check(v == [1, 2], "EVAL inside MULTI: %r" % v)
+
+
+BUSY = b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+UNKILLABLE = (b"-UNKILLABLE Sorry the script already executed write commands against the dataset. "
+              b"You can either wait the script termination or kill the server in a hard way "
+              b"using the SHUTDOWN NOSAVE command.\r\n")
+
+
+def wait_busy(b, key):
+    """Polls a command on the script's key until it answers BUSY (bounded)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        r = b.call("GET", key)
+        if r == BUSY:
+            return
+        time.sleep(0.02)
+    raise AssertionError("no BUSY within 60 s (last %r)" % r)
+
+
+def t_busy_and_kill(srv):
+    c = srv.conn()
+    check(c.call("SCRIPT", "KILL") == b"-NOTBUSY No scripts in execution right now.\r\n",
+          "NOTBUSY when idle")
+    check(c.value("CONFIG", "SET", "busy-reply-threshold", "200") == b"OK", "set threshold")
+    check(c.value("CONFIG", "GET", "lua-time-limit") == [b"lua-time-limit", b"200"], "alias")
+    a, b = find_other_thread_pair(srv)
+    try:
+        body = "while true do end"
+        a.send("EVAL", body, "1", "busy:k")
+        wait_busy(b, "busy:k")
+        check(b.value("SET", "busy:other", "1") == b"OK", "other keys keep being served")
+        check(b.value("EVAL", "return redis.call('incr', KEYS[1])", "1", "busy:other2") == 1,
+              "other scripts keep running")
+        check(b.call("SCRIPT", "KILL") == b"+OK\r\n", "SCRIPT KILL")
+        sha = parse(b.call("SCRIPT", "LOAD", body))
+        check(a.raw() == b"-ERR Script killed by user with SCRIPT KILL... script: %s, on "
+              b"@user_script:1.\r\n" % sha, "the killed script's reply")
+        check(b.value("GET", "busy:k") is None, "its key is free again")
+        # pcall cannot catch the kill.
+        a.send("EVAL", "while true do pcall(function() while true do end end) end", "1",
+               "busy:k")
+        wait_busy(b, "busy:k")
+        check(b.call("SCRIPT", "KILL") == b"+OK\r\n", "SCRIPT KILL of a pcall loop")
+        check(b"Script killed by user" in a.raw(), "pcall loop killed")
+        check(srv.conn().value("PING") == b"PONG", "server alive")
+    finally:
+        c.value("CONFIG", "SET", "busy-reply-threshold", "5000")
+
+
+def t_unkillable_then_shutdown_nosave(_srv):
+    """A script that wrote cannot be killed; SHUTDOWN NOSAVE still stops the server."""
+    srv = Server("rlimitd", BIN, ["--threads", "2", "--busy-reply-threshold", "200"])
+    try:
+        a, b = find_other_thread_pair(srv)
+        a.send("EVAL", "redis.call('set', KEYS[1], '1') while true do end", "1", "uk:k")
+        wait_busy(b, "uk:k")
+        check(b.call("SCRIPT", "KILL") == UNKILLABLE, "UNKILLABLE")
+        r = b.call("SHUTDOWN")
+        check(r == BUSY, "SHUTDOWN (saving) refused while busy: %r" % r)
+        b.send("SHUTDOWN", "NOSAVE")
+        try:
+            b.raw()
+        except (ConnectionError, OSError):
+            pass
+        srv.proc.wait(30)
+        check(srv.proc.returncode is not None, "server exited")
+    finally:
+        report = srv.stop()
+    check(not report, "sanitizer report:\n" + report[:4000])
+
+
+TESTS = [t_declared_keys, t_atomic_counter, t_multi_key_no_deadlock, t_one_clock,
+         t_limiters_from_scripts, t_commandstats, t_redis_log, t_parallel_threads,
+         t_same_shard_serialises, t_hostile, t_many_scripts, t_maxmemory,
+         t_scripts_shared_across_threads, t_multi_exec, t_busy_and_kill,
+         t_unkillable_then_shutdown_nosave]
+
+
+def main():
+    global BIN
+    sys.setrecursionlimit(20000)  # the cyclic-table reply nests 1000 deep
+    BIN = sys.argv[1]
+    only = set(sys.argv[2:])
+    srv = Server("rlimitd", BIN, ["--threads", "2", "--loglevel", "verbose"])
+    passed = failed = 0
+    try:
+        for t in TESTS:
+            if only and t.__name__ not in only:
+                continue
+            try:
+                t(srv)
+                passed += 1
+                print("ok   %s" % t.__name__)
+            except Exception as e:  # noqa: BLE001 - every failure is reported
+                failed += 1
+                print("FAIL %s: %s" % (t.__name__, e))
+            if not srv.alive():
+                print("FAIL server died after %s" % t.__name__)
+                failed += 1
+                break
+    finally:
+        report = srv.stop()
+    if report:
+        failed += 1
+        print("FAIL sanitizer report from the server:\n" + report[:4000])
+    print("test_scripting: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
