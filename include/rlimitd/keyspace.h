@@ -13,6 +13,7 @@
 
 #include "rlimitd/gcra.h"
 #include "rlimitd/gcra_redis.h"
+#include "rlimitd/hashval.h"
 
 struct keyspace;
 
@@ -30,6 +31,7 @@ enum ks_type {
     KS_RAW,      /* any other string */
     KS_SWLOG,    /* ISALLOWED window log; TYPE says "zset", Z reads see it as one */
     KS_ZSET,     /* a sorted set (zset.h) */
+    KS_HASH,     /* a hash (hashval.h) */
 };
 
 /* Results of the typed operations (negative = error). */
@@ -38,6 +40,7 @@ enum ks_type {
 #define KS_OOM (-2)      /* would add a key while used memory > maxmemory */
 #define KS_NOTINT (-3)   /* INCR on a string that is not an integer */
 #define KS_OVERFLOW (-4) /* INCR past int64 */
+#define KS_NOKEY (-5)    /* RENAME of an absent key */
 #define KS_LIMIT_ERR (-100) /* the limiter arithmetic refused the call; *err says why */
 
 /* Shard count is 1 << shard_bits (0..12). seed keys the hash. Returns NULL on bad arguments. */
@@ -57,6 +60,9 @@ int ks_timedlock(struct keyspace *ks, unsigned shard, int64_t mono_deadline_ns);
 
 /* 0 = no limit. Checked when a command would create a key. */
 void ks_set_maxmemory(struct keyspace *ks, uint64_t bytes);
+/* 1 if maxmemory is set and used memory is above it: what refuses a new key. Multi-key writes
+ * (MSET) ask once before writing any key, so they are refused whole, never half done. */
+int ks_over_maxmemory(const struct keyspace *ks);
 /* Bytes allocated for entries, values and tables (malloc_usable_size), all shards, plus the
  * external bytes last set. */
 uint64_t ks_used_memory(const struct keyspace *ks);
@@ -121,6 +127,29 @@ int ks_set(struct keyspace *ks, const struct ks_key *key, int64_t now, const cha
 int ks_incrby(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t delta,
               int64_t *out);
 
+/* ---- hashes (docs/COMMANDS.md, Hashes) ---- */
+
+#define KS_H_READ 0   /* h is NULL if the key is absent */
+#define KS_H_WRITE 1  /* the same, for a handler that may change or empty the hash */
+#define KS_H_CREATE 2 /* a write that may add fields: an absent key gets an empty hash, stored by
+                       * ks_hash_close only if it then holds fields; refused over maxmemory */
+
+/* An open hash: the handler reads and changes *h through hv_* (which may move it), then closes. */
+struct ks_href {
+    struct hashval *h;
+    int64_t slot; /* the entry's slot, -1 for a hash not stored yet */
+    size_t bytes; /* hv_bytes when opened */
+};
+
+/* Opens the hash at key (its shard locked). Returns KS_OK, KS_WRONGTYPE (another type: nothing
+ * opened), or KS_OOM (KS_H_CREATE on an absent key over maxmemory). Every KS_OK open of a write
+ * mode must be closed with ks_hash_close before any other call on that shard. */
+int ks_hash_open(struct keyspace *ks, const struct ks_key *key, int64_t now, int mode,
+                 struct ks_href *r);
+/* Stores the (possibly moved) hash back and accounts its memory; an emptied hash deletes the
+ * key, a new one is created. changed: whether the handler wrote (WATCH sees it). */
+void ks_hash_close(struct keyspace *ks, const struct ks_key *key, struct ks_href *r, int changed);
+
 /* ---- sorted sets (docs/COMMANDS.md, Sorted sets) ---- */
 
 struct zset;
@@ -178,6 +207,25 @@ int ks_expire(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_
 /* Removes the expiry. 1 if there was one, 0 otherwise. */
 int ks_persist(struct keyspace *ks, const struct ks_key *key, int64_t now);
 
+/* RENAME / RENAMENX: moves src's value, type and expiry to dst (both shards locked), replacing
+ * dst unless nx. Returns 1 if renamed (src == dst counts, unless nx), 0 if nx and dst exists (or
+ * src == dst), KS_NOKEY if src is absent. */
+int ks_rename(struct keyspace *ks, const struct ks_key *src, const struct ks_key *dst, int64_t now,
+              int nx);
+
+/* ---- WATCH (keyspace.c "Watched keys") ----
+ * Every write to a watched key (any command, limiter, deletion, expiry, FLUSHALL) bumps its
+ * version. ks_watch_key (key's shard locked) registers one watcher of key and returns its
+ * handle with the version now; ks_watch_changed (the handle's shard locked) says whether the key
+ * was written since that version or has expired since; ks_watch_release (shard locked) drops
+ * the watcher. */
+struct ks_watch;
+struct ks_watch *ks_watch_key(struct keyspace *ks, const struct ks_key *key, int64_t now,
+                              uint64_t *version);
+unsigned ks_watch_shard(const struct ks_watch *w);
+int ks_watch_changed(struct keyspace *ks, const struct ks_watch *w, uint64_t version, int64_t now);
+void ks_watch_release(struct keyspace *ks, struct ks_watch *w);
+
 /* ---- whole shards (caller holds that shard's lock) ---- */
 
 /* Frees every entry of the shard. */
@@ -211,6 +259,7 @@ struct ks_record {
     const char *p;           /* KS_RAW: the bytes */
     size_t len;
     const struct swlog *log; /* KS_SWLOG (dump only) */
+    const struct hashval *hv; /* KS_HASH (dump and restore: read only; restore copies it) */
     const int64_t *ts;       /* KS_SWLOG (restore only): timestamps, oldest first */
     uint32_t nts;
     const struct zset *zs;   /* KS_ZSET (dump and restore; restore copies it) */
@@ -256,7 +305,8 @@ int ks_bulk_begin(struct keyspace *ks);
 int ks_bulk_add(struct keyspace *ks, const struct ks_record *r, int64_t now);
 void ks_bulk_end(struct keyspace *ks);
 
-/* Type names as TYPE and SCAN TYPE use them: "none", "string", "zset" (window logs too). */
+/* Type names as TYPE and SCAN TYPE use them: "none", "string", "zset" (window logs too),
+ * "hash". */
 const char *ks_type_name(enum ks_type t);
 
 #endif

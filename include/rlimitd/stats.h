@@ -6,7 +6,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define STATS_MAX_CMDS 96
+#define STATS_MAX_CMDS 192
 
 /* Error reply prefixes counted as errorstat_<code>. */
 enum stats_err { ERRSTAT_ERR = 0, ERRSTAT_WRONGTYPE, ERRSTAT_NOAUTH, ERRSTAT_WRONGPASS,

@@ -20,6 +20,13 @@ int util_parse_i64(const char *s, size_t len, int64_t *out);
  * *out, or -1. */
 int util_parse_double(const char *s, size_t len, double *out);
 
+/* Long doubles as Redis's INCRBYFLOAT and HINCRBYFLOAT read and write them: util_parse_ld is
+ * string2ld (strtold over the whole text, shorter than UTIL_LD_MAX_CHARS, no leading space, no
+ * NaN, no overflow to infinity or underflow to zero; 0 or -1); util_fmt_ld_human writes Redis's
+ * "human" form into buf (UTIL_LD_MAX_CHARS bytes) and returns its length. */
+#define UTIL_LD_MAX_CHARS (5 * 1024)
+int util_parse_ld(const char *s, size_t len, long double *out);
+size_t util_fmt_ld_human(char *buf, long double v);
 /* Writes v in base 10 to buf (at least 21 bytes) without a NUL; returns the length. */
 size_t util_fmt_i64(char *buf, int64_t v);
 

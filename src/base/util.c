@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,14 +134,55 @@ int util_eq_nocase(const char *s, size_t len, const char *lit)
     return lit[len] == '\0';
 }
 
+/* Redis's string2ld: strtold over the whole text (at most 5119 bytes), no leading space, no NaN,
+ * no overflow to infinity or underflow to zero. A NUL inside ends the text (Redis copies the
+ * bytes into a C string too). Returns 0, or -1. */
+int util_parse_ld(const char *s, size_t len, long double *out)
+{
+    char buf[UTIL_LD_MAX_CHARS];
+    if (len == 0 || len >= sizeof(buf))
+        return -1;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    errno = 0;
+    char *end;
+    long double v = strtold(buf, &end);
+    if (util_is_space((unsigned char)buf[0]) || *end != '\0' || isnan(v) ||
+        (errno == ERANGE && (isinf(v) || v == 0)))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Redis's "human" long double text: %.17Lf, then trailing zeros of the fraction and a bare '.'
+ * removed, "-0" written as "0". buf has UTIL_LD_MAX_CHARS bytes. Returns the length. */
+size_t util_fmt_ld_human(char *buf, long double v)
+{
+    int n = snprintf(buf, UTIL_LD_MAX_CHARS, "%.17Lf", v);
+    if (n < 0 || n >= UTIL_LD_MAX_CHARS)
+        return 0;
+    size_t l = (size_t)n;
+    if (memchr(buf, '.', l) != NULL) {
+        while (buf[l - 1] == '0')
+            l--;
+        if (buf[l - 1] == '.')
+            l--;
+    }
+    if (l == 2 && buf[0] == '-' && buf[1] == '0') {
+        buf[0] = '0';
+        l = 1;
+    }
+    return l;
+}
+
 /* ---- glob matching ---- */
 
 /* Matches one non-star pattern element at pat[*pi] (a literal, '?', an escape or a [class])
  * against the character c, and moves *pi past the element. Follows Redis's stringmatchlen:
  * an unterminated class runs to the end of the pattern, "x-y" with the ends swapped is a range
  * all the same, an escape inside a class is compared case-sensitively, and a trailing backslash
- * is a literal backslash. Bytes compare as unsigned (Redis uses plain char, so a range with
- * bytes >= 0x80 in it depends on the platform's char signedness there). */
+ * is a literal backslash. Range ends and the byte compare as signed chars, as Redis's plain
+ * char does on x86-64 (the oracle the differential test runs against). */
 static int match_one(const char *pat, size_t plen, size_t *pi, unsigned char c, int nocase)
 {
     size_t p = *pi;
@@ -165,7 +207,10 @@ static int match_one(const char *pat, size_t plen, size_t *pi, unsigned char c, 
                     hit = 1;
                 p++;
             } else if (plen - p >= 3 && pat[p + 1] == '-') {
-                int lo = (unsigned char)pat[p], hi = (unsigned char)pat[p + 2];
+                /* Plain char as in Redis on x86-64 (signed): "[\x01-\xff]" is the range
+                 * -1..1 there, and the byte 0x80 (-128) is outside it. */
+                int lo = (signed char)pat[p], hi = (signed char)pat[p + 2];
+                int sc = (signed char)c;
 
                 /* Swap first, fold case after, as Redis does: "[Z-a]" is empty with nocase. */
                 if (lo > hi) {
@@ -177,8 +222,9 @@ static int match_one(const char *pat, size_t plen, size_t *pi, unsigned char c, 
                 if (nocase) {
                     lo = lower(lo);
                     hi = lower(hi);
+                    sc = lower(sc);
                 }
-                if (cc >= lo && cc <= hi)
+                if (sc >= lo && sc <= hi)
                     hit = 1;
                 p += 3;
             } else {
@@ -207,11 +253,45 @@ static int match_one(const char *pat, size_t plen, size_t *pi, unsigned char c, 
  * could have matched is as good as the one found; retrying only the last star is therefore
  * complete, and costs O(plen * slen) at worst instead of the exponential time a naive
  * recursive matcher spends on patterns like "*a*a*a*a*b". No recursion, no stack growth. */
+/* Redis 7 (stringmatchlen) bounds its recursion: each star with more pattern after it recurses
+ * one level deeper, and a call more than 1000 levels deep answers "no match". A match passes
+ * every star group; one after the 1000th with more pattern after it is always reached with part
+ * of the string left (the pattern after it needs a byte), so the limit fails exactly the
+ * patterns that have such a group, whatever the string. Hence this check, then the matcher
+ * below, gives Redis's answer for every pattern. */
+#define GLOB_MAX_NESTING 1000
+
+static int too_deep(const char *pat, size_t plen)
+{
+    size_t groups = 0;
+    for (size_t p = 0; p < plen; p++) {
+        if (pat[p] == '\\' && p + 1 < plen) {
+            p++;
+        } else if (pat[p] == '[') { /* a class, as match_one reads it: stars in it are bytes */
+            p++;
+            if (p < plen && pat[p] == '^')
+                p++;
+            while (p < plen && pat[p] != ']')
+                p += (pat[p] == '\\' && plen - p >= 2) ? 2
+                     : (plen - p >= 3 && pat[p + 1] == '-') ? 3 : 1;
+        } else if (pat[p] == '*') {
+            while (p + 1 < plen && pat[p + 1] == '*')
+                p++;
+            if (++groups > GLOB_MAX_NESTING && p + 1 < plen)
+                return 1;
+        }
+    }
+    return 0;
+}
+
 int util_glob_match(const char *pat, size_t plen, const char *s, size_t slen, int nocase)
 {
     size_t p = 0, i = 0;
     size_t star_p = 0, star_i = 0;
     int have_star = 0;
+
+    if (plen > 2 * GLOB_MAX_NESTING && too_deep(pat, plen))
+        return 0;
 
     while (i < slen) {
         if (p < plen && pat[p] == '*') {

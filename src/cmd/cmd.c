@@ -229,9 +229,81 @@ void cmd_thread_exit(void)
     memset(&tl_scratch, 0, sizeof(tl_scratch));
 }
 
+/* ---- WATCH ----
+ * The session keeps a handle per watched key and the key's version at WATCH; the keyspace bumps
+ * the version on every write to the key (keyspace.h "WATCH"). EXEC locks the watched keys'
+ * shards with its own and aborts if any changed. */
+struct watched {
+    struct keyspace *ks;
+    int n, cap;
+    struct watched_key {
+        struct ks_watch *w;
+        uint64_t version;
+    } *v;
+};
+
+void watch_release_all(struct session *s)
+{
+    struct watched *wd = s->watched;
+    if (wd == NULL)
+        return;
+    for (int i = 0; i < wd->n; i++) {
+        unsigned shard = ks_watch_shard(wd->v[i].w);
+        ks_lock(wd->ks, shard);
+        ks_watch_release(wd->ks, wd->v[i].w);
+        ks_unlock(wd->ks, shard);
+    }
+    free(wd->v);
+    free(wd);
+    s->watched = NULL;
+}
+
+static void cmd_watch(struct cmd_ctx *x)
+{
+    struct session *s = x->s;
+    if (s->flags & SESSION_IN_MULTI) {
+        reply_error(x->out, "ERR WATCH inside MULTI is not allowed");
+        return;
+    }
+    if (s->watched == NULL) {
+        s->watched = xcalloc(1, sizeof(struct watched));
+        s->watched->ks = x->env->ks;
+    }
+    struct watched *wd = s->watched;
+    for (int k = 0; k < x->nkeys; k++) {
+        uint64_t version;
+        struct ks_watch *w = ks_watch_key(x->env->ks, &x->keys[k], x->now, &version);
+        int already = 0;
+        for (int i = 0; i < wd->n && !already; i++)
+            already = wd->v[i].w == w;
+        if (already) { /* watching a key twice keeps the first version, as Redis */
+            ks_watch_release(x->env->ks, w);
+            continue;
+        }
+        if (wd->n == wd->cap) {
+            wd->cap = wd->cap ? wd->cap * 2 : 4;
+            wd->v = xrealloc(wd->v, sizeof(*wd->v) * (size_t)wd->cap);
+        }
+        wd->v[wd->n].w = w;
+        wd->v[wd->n].version = version;
+        wd->n++;
+    }
+    reply_ok(x->out);
+}
+
+static void cmd_unwatch(struct cmd_ctx *x)
+{
+    /* Queued in a transaction it runs inside EXEC, which holds shard locks and drops the
+     * watches itself when it ends. */
+    if (!x->all_locked)
+        watch_release_all(x->s);
+    reply_ok(x->out);
+}
+
 void session_deinit(struct session *s)
 {
     multi_discard(s);
+    watch_release_all(s);
     free(s->name);
     free(s->lib_name);
     free(s->lib_ver);
@@ -606,6 +678,7 @@ static void cmd_discard(struct cmd_ctx *x)
         return;
     }
     multi_discard(x->s);
+    watch_release_all(x->s);
     reply_ok(x->out);
 }
 
@@ -618,6 +691,7 @@ static void cmd_exec(struct cmd_ctx *x)
     }
     if (s->flags & SESSION_MULTI_DIRTY) {
         multi_discard(s);
+        watch_release_all(s);
         reply_error(x->out, "EXECABORT Transaction discarded because of previous errors.");
         return;
     }
@@ -638,6 +712,20 @@ static void cmd_exec(struct cmd_ctx *x)
         for (int k = 0; k < n; k++)
             shard_set_add(&set, ks_shard(ks, &keys[k]));
     }
+    struct watched *wd = s->watched;
+    for (int i = 0; wd != NULL && i < wd->n; i++)
+        shard_set_add(&set, ks_watch_shard(wd->v[i].w));
+    lock_set(ks, &set, 1);
+    int changed = 0;
+    for (int i = 0; wd != NULL && i < wd->n && !changed; i++)
+        changed = ks_watch_changed(ks, wd->v[i].w, wd->v[i].version, x->now);
+    if (changed) {
+        lock_set(ks, &set, 0);
+        multi_discard(s);
+        watch_release_all(s);
+        reply_null_array(x->out);
+        return;
+    }
     /* Detach the queue first: a queued RESET or QUIT must not free it under us. */
     s->multi = NULL;
     __atomic_fetch_and(&s->flags, ~(unsigned)(SESSION_IN_MULTI | SESSION_MULTI_DIRTY),
@@ -645,11 +733,11 @@ static void cmd_exec(struct cmd_ctx *x)
     __atomic_store_n(&s->multi_count, -1, __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_mem, 0, __ATOMIC_RELAXED);
     reply_array(x->out, m->n);
-    lock_set(ks, &set, 1);
     for (int i = 0; i < m->n; i++)
         run(x->env, s, m->q[i].cmd, m->q[i].argc, m->q[i].argv, m->q[i].lens, x->out, x->now,
             1, 0);
     lock_set(ks, &set, 0);
+    watch_release_all(s);
     struct session tmp = {0};
     tmp.multi = m;
     multi_discard(&tmp);
@@ -831,5 +919,14 @@ const struct cmd_def cmd_tx_table[] = {
      {.summary = "Discards the commands queued since MULTI", .since = "2.0.0",
       .group = "transactions", .complexity = "O(N) where N is the number of queued commands",
       .extra = CMD_SHOW_ALLOW_BUSY}},
+    {"watch", -2, CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 1, -1, 1,
+     "fast transaction", cmd_watch,
+     {.summary = "Makes the next EXEC fail if any of the keys is written before it",
+      .since = "2.2.0", .group = "transactions", .complexity = "O(1) for every key.",
+      .args = "*key:key", .keyflags = "RO", .extra = CMD_SHOW_ALLOW_BUSY}},
+    {"unwatch", 1, CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
+     "fast transaction", cmd_unwatch,
+     {.summary = "Forgets the keys WATCH recorded", .since = "2.2.0", .group = "transactions",
+      .complexity = "O(1)", .extra = CMD_SHOW_ALLOW_BUSY}},
 };
 const int cmd_tx_count = (int)(sizeof(cmd_tx_table) / sizeof(cmd_tx_table[0]));

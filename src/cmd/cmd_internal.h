@@ -80,7 +80,8 @@ struct cmd_def {
 
 /* The areas, in COMMAND's order; cmd.c joins their tables into one at the first lookup. */
 #define CMD_AREAS(X)                                                                              \
-    X(limit) X(string) X(key) X(server) X(slowlog) X(info) X(command) X(tx) X(limiter) X(zset) X(script)
+    X(limit) X(string) X(key) X(hash) X(server) X(slowlog) X(info) X(command) X(tx) X(limiter)   \
+    X(zset) X(script)
 #define CMD_DECLARE_AREA(a)                                                                       \
     extern const struct cmd_def cmd_##a##_table[];                                                \
     extern const int cmd_##a##_count;
@@ -150,6 +151,9 @@ void stats_reset(struct cmd_env *env);
 
 /* MULTI queue (cmd.c). */
 void multi_discard(struct session *s);
+/* Drops every key the session WATCHes (UNWATCH, EXEC, DISCARD, RESET, disconnect); takes each
+ * key's shard lock itself, so the caller holds none. */
+void watch_release_all(struct session *s);
 
 /* Replies for commands with subcommands (cmd_command.c), Redis's texts:
  * "ERR unknown subcommand '<argv[1]>'. Try <CMD> HELP." and

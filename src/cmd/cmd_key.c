@@ -49,11 +49,14 @@ static void cmd_ttl(struct cmd_ctx *x)
     reply_int(x->out, ms < 0 ? ms : (ms + 500) / 1000);
 }
 
-static void expire_generic(struct cmd_ctx *x, int64_t unit_ns, const char *name)
+/* EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT as Redis 7.0's expireGenericCommand: options first
+ * ("Unsupported option", incompatible pairs), then the number, then the overflow checks in ms
+ * (seconds past LLONG_MAX / 1000, or the sum with the base time). Relative times count from the
+ * command's clock read truncated to ms, as Redis's mstime(). Redis holds ms up to LLONG_MAX;
+ * here expiries are int64 ns, so a time past the year 2262 is kept as the largest time (it
+ * never comes), and one before 1678 as the smallest (already past: the key is deleted). */
+static void expire_generic(struct cmd_ctx *x, int64_t unit_ms, int relative, const char *name)
 {
-    int64_t v;
-    if (arg_i64(x, 2, &v))
-        return;
     int flags = 0;
     for (int i = 3; i < x->argc; i++) {
         if (arg_is(x, i, "NX"))
@@ -65,7 +68,8 @@ static void expire_generic(struct cmd_ctx *x, int64_t unit_ns, const char *name)
         else if (arg_is(x, i, "LT"))
             flags |= KS_EXPIRE_LT;
         else {
-            reply_errorf(x->out, "ERR Unsupported option %.*s", (int)x->lens[i], x->argv[i]);
+            reply_errorf(x->out, "ERR Unsupported option %.*s",
+                         (int)strnlen(x->argv[i], x->lens[i]), x->argv[i]);
             return;
         }
     }
@@ -77,22 +81,78 @@ static void expire_generic(struct cmd_ctx *x, int64_t unit_ns, const char *name)
         reply_error(x->out, "ERR GT and LT options at the same time are not compatible");
         return;
     }
-    int64_t delta, at;
-    if (__builtin_mul_overflow(v, unit_ns, &delta) || __builtin_add_overflow(x->now, delta, &at)) {
+    int64_t v;
+    if (arg_i64(x, 2, &v))
+        return;
+    int64_t base = relative ? x->now / CLOCK_NS_PER_MS : 0;
+    if ((unit_ms == 1000 && (v > INT64_MAX / 1000 || v < INT64_MIN / 1000)) ||
+        v * unit_ms > INT64_MAX - base) {
         reply_errorf(x->out, "ERR invalid expire time in '%s' command", name);
         return;
     }
+    int64_t ms = v * unit_ms + base, at;
+    if (__builtin_mul_overflow(ms, CLOCK_NS_PER_MS, &at))
+        at = ms > 0 ? INT64_MAX : INT64_MIN;
     reply_int(x->out, ks_expire(x->env->ks, &x->keys[0], x->now, at, flags));
 }
 
 static void cmd_expire(struct cmd_ctx *x)
 {
-    expire_generic(x, CLOCK_NS_PER_SEC, "expire");
+    expire_generic(x, 1000, 1, "expire");
 }
 
 static void cmd_pexpire(struct cmd_ctx *x)
 {
-    expire_generic(x, CLOCK_NS_PER_MS, "pexpire");
+    expire_generic(x, 1, 1, "pexpire");
+}
+
+static void cmd_expireat(struct cmd_ctx *x)
+{
+    expire_generic(x, 1000, 0, "expireat");
+}
+
+static void cmd_pexpireat(struct cmd_ctx *x)
+{
+    expire_generic(x, 1, 0, "pexpireat");
+}
+
+/* The absolute expiry in ms, -1 none, -2 absent. */
+static int64_t expiretime_ms(struct cmd_ctx *x)
+{
+    int64_t ns = ks_ttl_ns(x->env->ks, &x->keys[0], x->now);
+    return ns < 0 ? ns : (x->now + ns) / CLOCK_NS_PER_MS;
+}
+
+static void cmd_expiretime(struct cmd_ctx *x)
+{
+    int64_t ms = expiretime_ms(x);
+    reply_int(x->out, ms < 0 ? ms : (ms + 500) / 1000); /* Redis rounds to the nearest second */
+}
+
+static void cmd_pexpiretime(struct cmd_ctx *x)
+{
+    reply_int(x->out, expiretime_ms(x));
+}
+
+static void rename_generic(struct cmd_ctx *x, int nx)
+{
+    int rc = ks_rename(x->env->ks, &x->keys[0], &x->keys[1], x->now, nx);
+    if (rc == KS_NOKEY)
+        reply_error(x->out, "ERR no such key");
+    else if (nx)
+        reply_int(x->out, rc);
+    else
+        reply_ok(x->out);
+}
+
+static void cmd_rename(struct cmd_ctx *x)
+{
+    rename_generic(x, 0);
+}
+
+static void cmd_renamenx(struct cmd_ctx *x)
+{
+    rename_generic(x, 1);
 }
 
 static void cmd_persist(struct cmd_ctx *x)
@@ -139,6 +199,28 @@ static void scan_visit(void *ud, const char *key, size_t len, enum ks_type type)
         return;
     reply_bulk(&st->keys, key, len);
     st->n++;
+}
+
+/* KEYS: every shard in turn, each under its own lock for one whole pass over its table (so no
+ * key is seen twice and none missed), the lock released before the next shard. Another client
+ * waits at most one shard's pass (keys / 256 entries), never the whole keyspace. */
+static void cmd_keys(struct cmd_ctx *x)
+{
+    struct scan_state st = {0};
+    st.pattern = x->argv[1];
+    st.plen = x->lens[1];
+    if (st.plen == 1 && st.pattern[0] == '*')
+        st.pattern = NULL;
+    rbuf_init(&st.keys);
+    unsigned n = ks_nshards(x->env->ks);
+    for (unsigned i = 0; i < n; i++) {
+        ctx_lock_shard(x, i);
+        ks_scan_shard(x->env->ks, i, 0, SIZE_MAX, x->now, scan_visit, &st);
+        ctx_unlock_shard(x, i);
+    }
+    reply_array(x->out, st.n);
+    rbuf_append(x->out, st.keys.p, st.keys.len);
+    rbuf_free(&st.keys);
 }
 
 static int parse_cursor(const char *s, size_t len, uint64_t *out)
@@ -259,6 +341,40 @@ const struct cmd_def cmd_key_table[] = {
       .group = "generic", .complexity = "O(1)",
       .args = "key:key milliseconds:integer ?condition(nx=NX xx=XX gt=GT lt=LT)",
       .keyflags = "RW update"}},
+    {"expireat", -3, CMD_WRITE | CMD_FAST, 1, 1, 1, "keyspace write fast", cmd_expireat,
+     {.summary = "Sets the expiry of a key to a Unix time in seconds", .since = "1.2.0",
+      .group = "generic", .complexity = "O(1)",
+      .args = "key:key unix-time-seconds:unix-time ?condition(nx=NX xx=XX gt=GT lt=LT)",
+      .keyflags = "RW update"}},
+    {"pexpireat", -3, CMD_WRITE | CMD_FAST, 1, 1, 1, "keyspace write fast", cmd_pexpireat,
+     {.summary = "Sets the expiry of a key to a Unix time in milliseconds", .since = "2.6.0",
+      .group = "generic", .complexity = "O(1)",
+      .args = "key:key unix-time-milliseconds:unix-time ?condition(nx=NX xx=XX gt=GT lt=LT)",
+      .keyflags = "RW update"}},
+    {"expiretime", 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "keyspace read fast", cmd_expiretime,
+     {.summary = "Returns the expiry of a key as a Unix time in seconds", .since = "7.0.0",
+      .group = "generic", .complexity = "O(1)", .args = "key:key", .keyflags = "RO access"}},
+    {"pexpiretime", 2, CMD_READONLY | CMD_FAST, 1, 1, 1, "keyspace read fast", cmd_pexpiretime,
+     {.summary = "Returns the expiry of a key as a Unix time in milliseconds", .since = "7.0.0",
+      .group = "generic", .complexity = "O(1)", .args = "key:key", .keyflags = "RO access"}},
+    {"rename", 3, CMD_WRITE, 1, 2, 1, "keyspace write slow", cmd_rename,
+     {.summary = "Renames a key, replacing the destination if it exists", .since = "1.0.0",
+      .group = "generic", .complexity = "O(1)", .args = "key:key newkey:key",
+      .keyflags = "RW access delete", .notes = NULL}},
+    {"renamenx", 3, CMD_WRITE | CMD_FAST, 1, 2, 1, "keyspace write fast", cmd_renamenx,
+     {.summary = "Renames a key only if the new name does not exist", .since = "1.0.0",
+      .group = "generic", .complexity = "O(1)", .args = "key:key newkey:key",
+      .keyflags = "RW access delete"}},
+    {"touch", -2, CMD_READONLY | CMD_FAST, 1, -1, 1, "keyspace read fast", cmd_exists,
+     {.summary = "Counts how many of the given keys exist (rlimitd keeps no access times)",
+      .since = "3.2.1", .group = "generic", .complexity = "O(N) where N is the number of keys",
+      .args = "*key:key", .keyflags = "RO",
+      .tips = "request_policy:multi_shard response_policy:agg_sum"}},
+    {"keys", 2, CMD_READONLY | CMD_ALLSHARDS, 0, 0, 0, "keyspace read slow dangerous", cmd_keys,
+     {.summary = "Returns the keys matching a glob pattern", .since = "1.0.0",
+      .group = "generic", .complexity = "O(N) with N the number of keys",
+      .args = "pattern:pattern",
+      .tips = "request_policy:all_shards nondeterministic_output_order"}},
     {"persist", 2, CMD_WRITE | CMD_FAST, 1, 1, 1, "keyspace write fast", cmd_persist,
      {.summary = "Removes the expiry of a key", .since = "2.2.0", .group = "generic",
       .complexity = "O(1)", .args = "key:key", .keyflags = "RW update"}},

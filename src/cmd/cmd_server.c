@@ -45,6 +45,7 @@ static void cmd_reset(struct cmd_ctx *x)
 {
     struct session *s = x->s;
     multi_discard(s);
+    watch_release_all(s);
     set_str(x->env, &s->name, NULL, 0);
     /* Redis: RESET de-authenticates the connection when a password is needed. */
     s->authed = !auth_required(x->env);

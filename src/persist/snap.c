@@ -68,6 +68,20 @@ void snap_encode(struct rbuf *out, const struct ks_record *r)
         put_varint(out, r->len);
         rbuf_append(out, r->p, r->len);
         break;
+    case KS_HASH: {
+        struct hv_iter it;
+        const char *f, *v;
+        size_t flen, vlen;
+        put_varint(out, hv_count(r->hv));
+        hv_iter_init(&it, r->hv);
+        while (hv_next(&it, &f, &flen, &v, &vlen)) {
+            put_varint(out, flen);
+            rbuf_append(out, f, flen);
+            put_varint(out, vlen);
+            rbuf_append(out, v, vlen);
+        }
+        break;
+    }
     case KS_SWLOG: {
         /* Timestamps are sorted: the first in full, then small deltas. */
         uint32_t n = r->log->len;
@@ -417,7 +431,8 @@ static int parse_range(struct range_pass *rp, struct cursor *c)
             c->off--; /* left for the caller: the marker ends the records */
             break;
         }
-        if (type < KS_GCRA || type > KS_ZSET || (type == KS_ZSET && rp->version < 2))
+        if (type < KS_GCRA || type > KS_HASH || (type == KS_ZSET && rp->version < 2) ||
+            (type == KS_HASH && rp->version < 3))
             FAIL(at, "unknown record type %u", type);
         struct ks_record r = {0};
         r.type = (enum ks_type)type;
@@ -443,6 +458,34 @@ static int parse_range(struct range_pass *rp, struct cursor *c)
         } else if (type == KS_ZSET) {
             if (parse_zset(rp, c, &r) != 0)
                 FAIL(at, "%s", rp->zerr);
+        } else if (type == KS_HASH) {
+            /* Pairs: varint length and bytes of the field, then of the value. */
+            uint64_t count;
+            if (get_varint(c, &count) != 0 || count == 0 || count > (c->end - c->off) / 2)
+                FAIL(at, "bad hash length");
+            struct hashval *h = pass == 1 ? hv_new() : NULL;
+            const char *f = NULL;
+            size_t flen = 0;
+            for (uint64_t i = 0; i < 2 * count; i++) {
+                uint64_t len;
+                if (get_varint(c, &len) != 0 || len > c->end - c->off) {
+                    hv_free(h);
+                    FAIL(at, "bad hash field or value length");
+                }
+                const char *s = (const char *)map + c->off;
+                if (i % 2 == 0) {
+                    f = s;
+                    flen = (size_t)len;
+                } else if (h != NULL) {
+                    hv_set(&h, f, flen, s, (size_t)len);
+                }
+                c->off += (size_t)len;
+            }
+            if (h != NULL && hv_count(h) != count) {
+                hv_free(h);
+                FAIL(at, "duplicate hash field");
+            }
+            r.hv = h;
         } else {
             uint64_t count;
             if (get_varint(c, &count) != 0 || count == 0 || count > UINT32_MAX ||
@@ -479,6 +522,7 @@ static int parse_range(struct range_pass *rp, struct cursor *c)
             int rejected = rp->cb(rp->ud, &r) != 0;
             zs_free(rp->zs);
             rp->zs = NULL;
+            hv_free((struct hashval *)r.hv); /* the keyspace keeps a copy */
             if (rejected)
                 FAIL(at, "record rejected (key %.*s)", (int)(r.klen > 64 ? 64 : r.klen), r.key);
         }

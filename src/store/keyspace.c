@@ -160,6 +160,8 @@ struct shard {
     _Atomic uint64_t expires;
     _Atomic uint64_t limiter; /* entries of type KS_GCRA or KS_SWLOG (INFO limiter_keys) */
     _Atomic int64_t mem;
+    /* Keys some session WATCHes (keyspace.c "Watched keys"); NULL almost always. */
+    struct ks_watch *watch;
 } __attribute__((aligned(64)));
 
 struct keyspace {
@@ -467,6 +469,7 @@ struct keyspace *ks_create(unsigned shard_bits, const uint8_t seed[16])
     ks->nshards = 1u << shard_bits;
     memcpy(ks->seed, seed, 16);
     zs_set_seed(seed);
+    hv_set_seed(seed);
     if (posix_memalign((void **)&ks->shards, 64, ks->nshards * sizeof(struct shard)) != 0)
         abort();
     memset(ks->shards, 0, ks->nshards * sizeof(struct shard));
@@ -492,16 +495,68 @@ static uint64_t entry_hash(const struct keyspace *ks, const uint8_t *e)
     return hash_siphash13(e_key(e, klen), klen, ks->seed);
 }
 
+/* Types whose value field points to a heap block (or structure) of the shard. */
+static int has_blob(enum ks_type t)
+{
+    return t == KS_RAW || t == KS_SWLOG || t == KS_ZSET || t == KS_HASH;
+}
+
+/* Bytes a blob accounts for in the shard's memory. */
+static size_t blob_bytes(enum ks_type t, void *p)
+{
+    return t == KS_HASH ? hv_bytes(p) : t == KS_ZSET ? zs_bytes(p) : malloc_usable_size(p);
+}
+
+/* ---- Watched keys ----
+ *
+ * WATCH needs to know whether a key was written between WATCH and EXEC, by anyone: commands,
+ * the limiters, expiry. Each shard keeps the keys watched in it (a short list: only keys some
+ * session WATCHes right now), each with a version. Every write to an entry (creation, new value,
+ * new expiry, deletion, expiry) goes through touch_entry, which, when the shard's list is not
+ * empty, bumps the version of that key if it is watched. A session remembers the version it saw
+ * at WATCH and EXEC compares. Unwatched traffic pays one pointer test per write. */
+struct ks_watch {
+    struct ks_watch *next;
+    unsigned shard;
+    uint32_t refs;    /* sessions watching it */
+    uint64_t version; /* bumped on every write to the key */
+    uint64_t hash;
+    size_t len;
+    char key[];
+};
+
+static void touch_key(struct shard *sh, const char *key, size_t klen)
+{
+    for (struct ks_watch *w = sh->watch; w != NULL; w = w->next)
+        if (w->len == klen && memcmp(w->key, key, klen) == 0)
+            w->version++;
+}
+
+static inline void touch_entry(struct shard *sh, const uint8_t *e)
+{
+    if (__builtin_expect(sh->watch != NULL, 0)) {
+        size_t klen = e_klen(e);
+        touch_key(sh, e_key(e, klen), klen);
+    }
+}
+
+
 /* Frees the blob an entry's value points to, if any. */
 static void free_value(struct shard *sh, uint8_t *e)
 {
     enum ks_type t = e_type(e);
+    if (e_ptr(e) == NULL && (t == KS_ZSET || t == KS_HASH))
+        return; /* moved away by a rename */
     if (t == KS_ZSET) {
         struct zset *z = e_ptr(e);
         mem_add_n(sh, -(int64_t)zs_bytes(z));
         zs_free(z);
         e_set_ptr(e, NULL);
-    } else if (t == KS_RAW || t == KS_SWLOG) {
+    } else if (t == KS_HASH) {
+        mem_add_n(sh, -(int64_t)hv_bytes(e_ptr(e)));
+        hv_free(e_ptr(e));
+        e_set_ptr(e, NULL);
+    } else if (has_blob(t)) {
         shard_free(sh, e_ptr(e));
         e_set_ptr(e, NULL);
         e[E_FLAGS] &= (uint8_t)~F_CRING;
@@ -523,9 +578,16 @@ static void free_entry_at(struct shard *sh, uint64_t i)
     slab_free(sh, &sh->sl, ref, entry_size(e[E_FLAGS], e_klen(e)));
 }
 
+static int64_t lookup(const struct shard *sh, const struct ks_key *k);
+
 void ks_flush_shard(struct keyspace *ks, unsigned shard)
 {
     struct shard *sh = &ks->shards[shard];
+    for (struct ks_watch *w = sh->watch; w != NULL; w = w->next) {
+        struct ks_key k = {w->key, w->len, w->hash};
+        if (lookup(sh, &k) >= 0)
+            w->version++;
+    }
     for (uint64_t i = 0; i <= sh->mask; i++) {
         if (sh->tags[i] == 0)
             continue;
@@ -658,6 +720,11 @@ static int over_maxmemory(const struct keyspace *ks)
     return max != 0 && ks_used_memory(ks) > max;
 }
 
+int ks_over_maxmemory(const struct keyspace *ks)
+{
+    return over_maxmemory(ks);
+}
+
 static struct shard *shard_of(struct keyspace *ks, const struct ks_key *k)
 {
     return &ks->shards[ks_shard(ks, k)];
@@ -692,6 +759,7 @@ static int64_t lookup(const struct shard *sh, const struct ks_key *k)
  * is not between the hole and itself moves back into the hole, so no probe ever stops short. */
 static void remove_slot(const struct keyspace *ks, struct shard *sh, uint64_t i)
 {
+    touch_entry(sh, slot_entry(sh, i));
     free_entry_at(sh, i);
     uint64_t mask = sh->mask;
     uint64_t hole = i;
@@ -826,6 +894,7 @@ static uint64_t insert(const struct keyspace *ks, struct shard *sh, const struct
     sh->refs[i] = ref;
     counter_add(&sh->count, 1);
     count_limiter(sh, type, 1);
+    touch_entry(sh, e);
     return i;
 }
 
@@ -872,7 +941,7 @@ static void set_expire(struct shard *sh, uint64_t i, int64_t at)
     uint8_t f = e[E_FLAGS] & (uint8_t) ~(F_HAS_EXP | F_EXP_IS_VAL);
     if (at != 0)
         f |= (e_type(e) == KS_GCRA && at == e_val(e)) ? F_EXP_IS_VAL : F_HAS_EXP;
-    reshape(sh, i, f, at);
+    touch_entry(sh, reshape(sh, i, f, at));
     count_expiry_change(sh, old, at);
 }
 
@@ -884,6 +953,7 @@ static void set_gcra(struct shard *sh, uint64_t i, int64_t tat)
     if ((e[E_FLAGS] & (F_HAS_EXP | F_EXP_IS_VAL)) != F_EXP_IS_VAL)
         e = reshape(sh, i, (uint8_t)((e[E_FLAGS] & F_TYPE) | F_EXP_IS_VAL), 0);
     e_set_val(e, tat);
+    touch_entry(sh, e);
     count_expiry_change(sh, old, tat);
 }
 
@@ -994,6 +1064,7 @@ static struct swlog *cring_load(const struct cring *c, union swlog_buf *b)
 static void store_log(struct shard *sh, uint8_t *e, void *old, struct swlog *log, int on_heap)
 {
     uint32_t cap = log->cap;
+    touch_entry(sh, e);
     if (cring_fits(log, cap)) {
         struct cring *c = old;
         if (!(e[E_FLAGS] & F_CRING) || c == NULL || c->cap != cap) {
@@ -1169,6 +1240,9 @@ void ks_zset_close(struct keyspace *ks, const struct ks_key *key, struct ks_zref
     if (zs_card(z) == 0) {
         remove_slot(ks, sh, i);
         maybe_shrink(ks, sh);
+    } else {
+        /* WATCH: a write-mode close counts as a write (a no-op Z write too: conservative). */
+        touch_entry(sh, slot_entry(sh, i));
     }
 }
 
@@ -1252,6 +1326,9 @@ enum ks_type ks_get(struct keyspace *ks, const struct ks_key *key, int64_t now, 
             v->len = s->len;
             break;
         }
+        case KS_HASH:
+            v->i = (int64_t)hv_count(e_ptr(e));
+            break;
         case KS_SWLOG:
             v->i = (e[E_FLAGS] & F_CRING) ? ((const struct cring *)e_ptr(e))->len
                                           : ((const struct swlog *)e_ptr(e))->len;
@@ -1272,6 +1349,7 @@ static void store_string(struct shard *sh, uint64_t i, const char *val, size_t l
 {
     int64_t n;
     uint8_t *e = prepare_new_value(sh, i);
+    touch_entry(sh, e);
     if (util_parse_i64(val, len, &n) == 0) {
         set_type(sh, e, KS_INT);
         e_set_val(e, n);
@@ -1328,6 +1406,7 @@ int ks_incrby(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_
     if (__builtin_add_overflow(e_val(e), delta, &sum))
         return KS_OVERFLOW;
     e_set_val(e, sum);
+    touch_entry(sh, e);
     *out = sum;
     return KS_OK;
 }
@@ -1388,6 +1467,152 @@ int ks_persist(struct keyspace *ks, const struct ks_key *key, int64_t now)
         return 0;
     set_expire(sh, (uint64_t)i, 0);
     return 1;
+}
+
+int ks_rename(struct keyspace *ks, const struct ks_key *src, const struct ks_key *dst, int64_t now,
+              int nx)
+{
+    struct shard *ss = shard_of(ks, src), *ds = shard_of(ks, dst);
+    int64_t i = find(ks, ss, src, now);
+    if (i < 0)
+        return KS_NOKEY;
+    if (src->len == dst->len && memcmp(src->p, dst->p, src->len) == 0)
+        return nx ? 0 : 1;
+    int64_t j = find(ks, ds, dst, now);
+    if (j >= 0) {
+        if (nx)
+            return 0;
+        remove_slot(ks, ds, (uint64_t)j);
+        i = lookup(ss, src); /* the backward shift may have moved it */
+    }
+    /* The key is part of the entry, so the entry is rebuilt under the new name; the value (an
+     * inline number or a pointer to its block) moves as it is, with its expiry and shape. */
+    uint8_t *e = slot_entry(ss, (uint64_t)i);
+    enum ks_type t = e_type(e);
+    uint8_t shape = e[E_FLAGS] & (F_HAS_EXP | F_EXP_IS_VAL | F_CRING);
+    int64_t exp = e_expire(e);
+    uint8_t val[8];
+    memcpy(val, e, sizeof(val));
+    if (has_blob(t)) {
+        void *blob = e_ptr(e);
+        int64_t bytes = (int64_t)blob_bytes(t, blob);
+        mem_add_n(ss, -bytes);
+        mem_add_n(ds, bytes);
+        e_set_ptr(e, NULL); /* not freed with the old entry */
+    }
+    remove_slot(ks, ss, (uint64_t)i);
+    uint64_t k = insert(ks, ds, dst, t, shape & (F_HAS_EXP | F_EXP_IS_VAL));
+    uint8_t *n = slot_entry(ds, k);
+    memcpy(n, val, sizeof(val));
+    n[E_FLAGS] |= shape & F_CRING;
+    if (shape & F_HAS_EXP)
+        memcpy(n + exp_off(dst->len), &exp, 8);
+    if (exp != 0)
+        counter_add(&ds->expires, 1);
+    maybe_shrink(ks, ss);
+    return 1;
+}
+
+struct ks_watch *ks_watch_key(struct keyspace *ks, const struct ks_key *key, int64_t now,
+                              uint64_t *version)
+{
+    struct shard *sh = shard_of(ks, key);
+    find(ks, sh, key, now); /* an expired entry goes now, so EXEC sees later expiries only */
+    struct ks_watch *w;
+    for (w = sh->watch; w != NULL; w = w->next)
+        if (w->len == key->len && memcmp(w->key, key->p, key->len) == 0)
+            break;
+    if (w == NULL) {
+        w = shard_alloc(sh, sizeof(*w) + key->len);
+        w->shard = ks_shard(ks, key);
+        w->refs = 0;
+        w->version = 0;
+        w->hash = key->hash;
+        w->len = key->len;
+        memcpy(w->key, key->p, key->len);
+        w->next = sh->watch;
+        sh->watch = w;
+    }
+    w->refs++;
+    *version = w->version;
+    return w;
+}
+
+unsigned ks_watch_shard(const struct ks_watch *w)
+{
+    return w->shard;
+}
+
+int ks_watch_changed(struct keyspace *ks, const struct ks_watch *w, uint64_t version, int64_t now)
+{
+    if (w->version != version)
+        return 1;
+    /* Expired since WATCH but not reclaimed yet: a change all the same. */
+    struct shard *sh = &ks->shards[w->shard];
+    struct ks_key k = {w->key, w->len, w->hash};
+    int64_t i = lookup(sh, &k);
+    return i >= 0 && e_expired(slot_entry(sh, (uint64_t)i), now);
+}
+
+void ks_watch_release(struct keyspace *ks, struct ks_watch *w)
+{
+    if (--w->refs != 0)
+        return;
+    struct shard *sh = &ks->shards[w->shard];
+    struct ks_watch **pp = &sh->watch;
+    while (*pp != w)
+        pp = &(*pp)->next;
+    *pp = w->next;
+    shard_free(sh, w);
+}
+
+int ks_hash_open(struct keyspace *ks, const struct ks_key *key, int64_t now, int mode,
+                 struct ks_href *r)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    r->slot = i;
+    r->h = NULL;
+    r->bytes = 0;
+    if (i >= 0) {
+        uint8_t *e = slot_entry(sh, (uint64_t)i);
+        if (e_type(e) != KS_HASH)
+            return KS_WRONGTYPE;
+        r->h = e_ptr(e);
+        r->bytes = hv_bytes(r->h);
+    } else if (mode == KS_H_CREATE) {
+        if (over_maxmemory(ks))
+            return KS_OOM;
+        r->h = hv_new();
+    }
+    return KS_OK;
+}
+
+void ks_hash_close(struct keyspace *ks, const struct ks_key *key, struct ks_href *r, int changed)
+{
+    struct shard *sh = shard_of(ks, key);
+    if (r->slot < 0) {
+        if (r->h == NULL)
+            return;
+        if (hv_count(r->h) == 0) {
+            hv_free(r->h);
+        } else {
+            uint64_t i = insert(ks, sh, key, KS_HASH, 0);
+            e_set_ptr(slot_entry(sh, i), r->h);
+            mem_add_n(sh, (int64_t)hv_bytes(r->h));
+        }
+    } else {
+        uint8_t *e = slot_entry(sh, (uint64_t)r->slot);
+        e_set_ptr(e, r->h);
+        mem_add_n(sh, (int64_t)hv_bytes(r->h) - (int64_t)r->bytes);
+        if (hv_count(r->h) == 0) {
+            remove_slot(ks, sh, (uint64_t)r->slot);
+            maybe_shrink(ks, sh);
+        } else if (changed) {
+            touch_entry(sh, e);
+        }
+    }
+    r->h = NULL;
 }
 
 static uint64_t rev64(uint64_t v)
@@ -1551,6 +1776,8 @@ int ks_dump_slice(struct keyspace *ks, unsigned shard, int64_t now, uint64_t max
             r.len = str->len;
         } else if (r.type == KS_ZSET) {
             r.zs = e_ptr(e);
+        } else if (r.type == KS_HASH) {
+            r.hv = e_ptr(e);
         } else {
             r.log = (e[E_FLAGS] & F_CRING) ? cring_load(e_ptr(e), &logbuf) : e_ptr(e);
         }
@@ -1603,6 +1830,8 @@ void ks_reserve(struct keyspace *ks, uint64_t n)
 /* What ks_restore refuses: an unknown type, a window log with no or unsorted timestamps. */
 static int record_invalid(const struct ks_record *r)
 {
+    if (r->type == KS_HASH)
+        return r->hv == NULL || hv_count(r->hv) == 0;
     if (r->type < KS_GCRA || r->type > KS_ZSET)
         return 1;
     if (r->type == KS_ZSET)
@@ -1649,6 +1878,12 @@ static void set_restored_value(struct shard *sh, uint8_t *e, const struct ks_rec
         struct zset *z = zs_dup(r->zs);
         mem_add_n(sh, (int64_t)zs_bytes(z));
         e_set_ptr(e, z);
+        break;
+    }
+    case KS_HASH: {
+        struct hashval *h = hv_clone(r->hv);
+        e_set_ptr(e, h);
+        mem_add_n(sh, (int64_t)hv_bytes(h));
         break;
     }
     default:
@@ -1903,6 +2138,8 @@ const char *ks_type_name(enum ks_type t)
     case KS_SWLOG:
     case KS_ZSET:
         return "zset";
+    case KS_HASH:
+        return "hash";
     default:
         return "string";
     }

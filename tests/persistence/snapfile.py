@@ -3,7 +3,7 @@
 persistence tests. Written from the document, not from src/snap.c, so that the daemon's files are
 checked against what the format promises another tool.
 
-  snapfile.py verify FILE         exit 0 if FILE is a valid version-1 or -2 snapshot; prints counts
+  snapfile.py verify FILE         exit 0 if FILE is a valid version-1, -2 or -3 snapshot; prints counts
   snapfile.py dump FILE           one line per record: type key expiry value
   snapfile.py regions FILE        "name offset" for one byte of every region of the file
   snapfile.py flip FILE OFFSET    xor the byte at OFFSET with 0x01 (in place)
@@ -19,7 +19,7 @@ import ctypes.util
 import struct
 import sys
 
-TYPES = {1: "gcra", 2: "int", 3: "raw", 4: "wlog", 5: "zset"}
+TYPES = {1: "gcra", 2: "int", 3: "raw", 4: "wlog", 5: "zset", 6: "hash"}
 
 
 def xxh3(data):
@@ -56,7 +56,7 @@ def parse(b):
     if b[:8] != b"RLIMSNAP":
         raise Bad(0, "bad magic")
     version, flags, created, reserved = struct.unpack_from("<IIqq", b, 8)
-    if version not in (1, 2):
+    if version not in (1, 2, 3):
         raise Bad(8, "unsupported version %d" % version)
     if flags != 0:
         raise Bad(12, "unknown flags")
@@ -76,7 +76,7 @@ def parse(b):
         if t == 0xFF:
             regions.append(("end-marker", at))
             break
-        if t not in TYPES or (t == 5 and version < 2):
+        if t not in TYPES or (t == 5 and version < 2) or (t == 6 and version < 3):
             raise Bad(at, "unknown type %d" % t)
         klen, off = varint(b, off, end)
         if klen > end - off:
@@ -112,6 +112,26 @@ def parse(b):
                     regions.append(("raw-bytes", voff))
             value = bytes(b[voff:voff + n])
             off = voff + n
+        elif t == 6:
+            if first:
+                regions.append(("hash-count", off))
+            n, off = varint(b, off, end)
+            if n == 0:
+                raise Bad(at, "empty hash")
+            value = {}
+            for i in range(n):
+                flen, off = varint(b, off, end)
+                if flen > end - off:
+                    raise Bad(at, "hash field past the end")
+                f = bytes(b[off:off + flen])
+                off += flen
+                vlen, off = varint(b, off, end)
+                if vlen > end - off:
+                    raise Bad(at, "hash value past the end")
+                if f in value:
+                    raise Bad(at, "duplicate hash field")
+                value[f] = bytes(b[off:off + vlen])
+                off += vlen
         elif t == 5:
             if first:
                 regions.append(("zset-count", off))

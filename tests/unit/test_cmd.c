@@ -303,7 +303,7 @@ Test(cmd, command_list_and_errors)
 {
     cr_assert_str_eq(run("COMMAND LIST FILTERBY PATTERN cl.*"), "*1\r\n$11\r\ncl.throttle\r\n");
     cr_assert_str_eq(run("COMMAND LIST FILTERBY ACLCAT transaction"),
-                     "*3\r\n$5\r\nmulti\r\n$4\r\nexec\r\n$7\r\ndiscard\r\n");
+                     "*5\r\n$5\r\nmulti\r\n$4\r\nexec\r\n$7\r\ndiscard\r\n$5\r\nwatch\r\n$7\r\nunwatch\r\n");
     cr_assert_str_eq(run("COMMAND LIST FILTERBY MODULE x"), "*0\r\n");
     cr_assert_str_eq(run("COMMAND LIST FILTERBY nope x"), "-ERR syntax error\r\n");
     const char *r = run("COMMAND LIST");

@@ -1,0 +1,340 @@
+/* hashval.c - hash values, packed or as a table (hashval.h). */
+#include "rlimitd/hashval.h"
+
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlimitd/alloc.h"
+#include "rlimitd/hash.h"
+
+/* Common head: which encoding, and the field count. */
+struct hashval {
+    uint32_t count;
+    uint8_t big;
+    uint8_t pad_;
+    uint16_t used; /* packed: bytes of data in use */
+};
+
+/* Packed: the head, then pairs as [flen][field][vlen][value] (lengths <= HV_PACKED_MAX_LEN fit a
+ * byte). Capacity is what malloc gave (malloc_usable_size), so growth wastes nothing beyond its
+ * size class. */
+struct packed {
+    struct hashval h;
+    unsigned char data[];
+};
+
+struct node {
+    struct node *next;
+    uint32_t flen, vlen;
+    char data[]; /* field, then value */
+};
+
+struct table {
+    struct hashval h;
+    uint64_t mask;
+    struct node **b;
+    size_t node_bytes; /* malloc_usable_size of every node: hv_bytes stays O(1) */
+};
+
+static uint8_t seed_[16];
+
+void hv_set_seed(const uint8_t seed[16])
+{
+    memcpy(seed_, seed, 16);
+}
+
+struct hashval *hv_new(void)
+{
+    struct packed *p = xrealloc(NULL, sizeof(struct packed) + 16);
+    memset(&p->h, 0, sizeof(p->h));
+    return &p->h;
+}
+
+struct hashval *hv_clone(const struct hashval *h)
+{
+    struct hashval *c = hv_new();
+    struct hv_iter it;
+    const char *f, *v;
+    size_t flen, vlen;
+    hv_iter_init(&it, h);
+    while (hv_next(&it, &f, &flen, &v, &vlen))
+        hv_set(&c, f, flen, v, vlen);
+    return c;
+}
+
+static void table_free_nodes(struct table *t)
+{
+    for (uint64_t i = 0; i <= t->mask; i++) {
+        struct node *n = t->b[i];
+        while (n != NULL) {
+            struct node *next = n->next;
+            free(n);
+            n = next;
+        }
+    }
+    free(t->b);
+}
+
+void hv_free(struct hashval *h)
+{
+    if (h == NULL)
+        return;
+    if (h->big)
+        table_free_nodes((struct table *)h);
+    free(h);
+}
+
+size_t hv_count(const struct hashval *h)
+{
+    return h->count;
+}
+
+int hv_is_packed(const struct hashval *h)
+{
+    return !h->big;
+}
+
+size_t hv_bytes(const struct hashval *h)
+{
+    size_t n = malloc_usable_size((void *)h);
+    if (h->big) {
+        const struct table *t = (const struct table *)h;
+        n += malloc_usable_size(t->b) + t->node_bytes;
+    }
+    return n;
+}
+
+/* ---- packed ---- */
+
+/* Offset of field f's pair, or -1. */
+static long packed_find(const struct packed *p, const char *f, size_t flen)
+{
+    size_t pos = 0;
+    while (pos < p->h.used) {
+        size_t fl = p->data[pos];
+        size_t vl = p->data[pos + 1 + fl];
+        if (fl == flen && memcmp(p->data + pos + 1, f, flen) == 0)
+            return (long)pos;
+        pos += 2 + fl + vl;
+    }
+    return -1;
+}
+
+static size_t packed_room(const struct packed *p)
+{
+    return malloc_usable_size((void *)p) - sizeof(struct packed);
+}
+
+/* ---- table ---- */
+
+static uint64_t hash_of(const char *f, size_t flen)
+{
+    return hash_siphash13(f, flen, seed_);
+}
+
+static struct node **table_slot(const struct table *t, const char *f, size_t flen)
+{
+    struct node **pp = &t->b[hash_of(f, flen) & t->mask];
+    while (*pp != NULL && !((*pp)->flen == flen && memcmp((*pp)->data, f, flen) == 0))
+        pp = &(*pp)->next;
+    return pp;
+}
+
+static void table_grow(struct table *t)
+{
+    uint64_t n = (t->mask + 1) * 2;
+    struct node **b = xcalloc(n, sizeof(*b));
+    for (uint64_t i = 0; i <= t->mask; i++) {
+        struct node *x = t->b[i];
+        while (x != NULL) {
+            struct node *next = x->next;
+            struct node **pp = &b[hash_of(x->data, x->flen) & (n - 1)];
+            x->next = *pp;
+            *pp = x;
+            x = next;
+        }
+    }
+    free(t->b);
+    t->b = b;
+    t->mask = n - 1;
+}
+
+static void table_put_new(struct table *t, const char *f, size_t flen, const char *v, size_t vlen)
+{
+    if (t->h.count + 1 > t->mask + 1)
+        table_grow(t);
+    struct node *x = xrealloc(NULL, sizeof(*x) + flen + vlen);
+    x->flen = (uint32_t)flen;
+    x->vlen = (uint32_t)vlen;
+    memcpy(x->data, f, flen);
+    memcpy(x->data + flen, v, vlen);
+    t->node_bytes += malloc_usable_size(x);
+    struct node **pp = &t->b[hash_of(f, flen) & t->mask];
+    x->next = *pp;
+    *pp = x;
+    t->h.count++;
+}
+
+/* Converts a packed hash to a table (done once, when it outgrows the packed bounds). */
+static struct hashval *to_table(struct packed *p)
+{
+    struct table *t = xrealloc(NULL, sizeof(*t));
+    memset(&t->h, 0, sizeof(t->h));
+    t->h.big = 1;
+    t->node_bytes = 0;
+    uint64_t n = 16;
+    while (n < (uint64_t)p->h.count * 2)
+        n *= 2;
+    t->mask = n - 1;
+    t->b = xcalloc(n, sizeof(*t->b));
+    size_t pos = 0;
+    while (pos < p->h.used) {
+        size_t fl = p->data[pos];
+        size_t vl = p->data[pos + 1 + fl];
+        table_put_new(t, (const char *)p->data + pos + 1, fl, (const char *)p->data + pos + 2 + fl,
+                      vl);
+        pos += 2 + fl + vl;
+    }
+    free(p);
+    return &t->h;
+}
+
+/* ---- the API ---- */
+
+int hv_get(const struct hashval *h, const char *f, size_t flen, const char **v, size_t *vlen)
+{
+    if (h->big) {
+        struct node *x = *table_slot((const struct table *)h, f, flen);
+        if (x == NULL)
+            return 0;
+        *v = x->data + x->flen;
+        *vlen = x->vlen;
+        return 1;
+    }
+    const struct packed *p = (const struct packed *)h;
+    long pos = packed_find(p, f, flen);
+    if (pos < 0)
+        return 0;
+    size_t fl = p->data[pos];
+    *vlen = p->data[(size_t)pos + 1 + fl];
+    *v = (const char *)p->data + pos + 2 + fl;
+    return 1;
+}
+
+int hv_set(struct hashval **hp, const char *f, size_t flen, const char *v, size_t vlen)
+{
+    struct hashval *h = *hp;
+    if (!h->big) {
+        struct packed *p = (struct packed *)h;
+        long pos = packed_find(p, f, flen);
+        int fits = flen <= HV_PACKED_MAX_LEN && vlen <= HV_PACKED_MAX_LEN &&
+                   (pos >= 0 || h->count < HV_PACKED_MAX_ENTRIES);
+        if (fits) {
+            size_t old = pos >= 0 ? p->data[(size_t)pos + 1 + flen] : 0;
+            size_t need = h->used + (pos >= 0 ? vlen - old : 2 + flen + vlen);
+            if (need > packed_room(p)) {
+                p = xrealloc(p, sizeof(struct packed) + need);
+                *hp = &p->h;
+            }
+            if (pos >= 0) {
+                /* In place, keeping the field's position (Redis's listpack order). */
+                unsigned char *val = p->data + pos + 2 + flen;
+                size_t tail = p->h.used - (size_t)(val + old - p->data);
+                memmove(val + vlen, val + old, tail);
+                val[-1] = (unsigned char)vlen;
+                memcpy(val, v, vlen);
+                p->h.used = (uint16_t)need;
+                return 0;
+            }
+            unsigned char *d = p->data + p->h.used;
+            d[0] = (unsigned char)flen;
+            memcpy(d + 1, f, flen);
+            d[1 + flen] = (unsigned char)vlen;
+            memcpy(d + 2 + flen, v, vlen);
+            p->h.used = (uint16_t)need;
+            p->h.count++;
+            return 1;
+        }
+        h = to_table(p);
+        *hp = h;
+    }
+    struct table *t = (struct table *)h;
+    struct node **pp = table_slot(t, f, flen);
+    if (*pp == NULL) {
+        table_put_new(t, f, flen, v, vlen);
+        return 1;
+    }
+    struct node *x = *pp;
+    if (x->vlen != vlen) {
+        t->node_bytes -= malloc_usable_size(x);
+        x = xrealloc(x, sizeof(*x) + flen + vlen);
+        t->node_bytes += malloc_usable_size(x);
+        x->vlen = (uint32_t)vlen;
+        *pp = x;
+    }
+    memcpy(x->data + flen, v, vlen);
+    return 0;
+}
+
+int hv_del(struct hashval **hp, const char *f, size_t flen)
+{
+    struct hashval *h = *hp;
+    if (h->big) {
+        struct node **pp = table_slot((struct table *)h, f, flen);
+        if (*pp == NULL)
+            return 0;
+        struct node *x = *pp;
+        *pp = x->next;
+        ((struct table *)h)->node_bytes -= malloc_usable_size(x);
+        free(x);
+        h->count--;
+        return 1;
+    }
+    struct packed *p = (struct packed *)h;
+    long pos = packed_find(p, f, flen);
+    if (pos < 0)
+        return 0;
+    size_t len = 2 + flen + p->data[(size_t)pos + 1 + flen];
+    memmove(p->data + pos, p->data + pos + len, p->h.used - (size_t)pos - len);
+    p->h.used = (uint16_t)(p->h.used - len);
+    p->h.count--;
+    return 1;
+}
+
+void hv_iter_init(struct hv_iter *it, const struct hashval *h)
+{
+    it->h = h;
+    it->pos = 0;
+    it->node = NULL;
+}
+
+int hv_next(struct hv_iter *it, const char **f, size_t *flen, const char **v, size_t *vlen)
+{
+    if (!it->h->big) {
+        const struct packed *p = (const struct packed *)it->h;
+        if (it->pos >= p->h.used)
+            return 0;
+        size_t fl = p->data[it->pos];
+        size_t vl = p->data[it->pos + 1 + fl];
+        *f = (const char *)p->data + it->pos + 1;
+        *flen = fl;
+        *v = (const char *)p->data + it->pos + 2 + fl;
+        *vlen = vl;
+        it->pos += 2 + fl + vl;
+        return 1;
+    }
+    const struct table *t = (const struct table *)it->h;
+    const struct node *x = it->node;
+    while (x == NULL) {
+        if (it->pos > t->mask)
+            return 0;
+        x = t->b[it->pos++];
+    }
+    it->node = x->next;
+    *f = x->data;
+    *flen = x->flen;
+    *v = x->data + x->flen;
+    *vlen = x->vlen;
+    return 1;
+}

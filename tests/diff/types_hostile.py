@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Hostile input for issue 17's commands on the real daemon: a hash grown to a million fields,
+maxmemory reached before an MSET (all or nothing), KEYS with patterns built to backtrack and
+nest, and a hash deleted giving its memory back. Each check says what it expects; prints
+"N passed, N failed" and exits 1 on any failure. No assertion depends on timing."""
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from types_diff import Conn, flat, free_port, start, stop  # noqa: E402
+
+passed = failed = 0
+
+
+def check(what, got, want):
+    global passed, failed
+    if got == want:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL %s: got %r, want %r" % (what, got, want))
+
+
+def used_memory(c):
+    for line in c.run([["INFO", "memory"]])[0].split(b"\r\n"):
+        if line.startswith(b"used_memory:"):
+            return int(line.split(b":")[1])
+    return -1
+
+
+def main():
+    rbin = os.environ.get("RLIMITD_BIN")
+    if not rbin:
+        print("need RLIMITD_BIN")
+        return 1
+    fields = int(os.environ.get("HOSTILE_FIELDS", "1000000"))
+    tmp = tempfile.mkdtemp(prefix="types-hostile.")
+    port = free_port()
+    p = start([rbin, "--port", str(port), "--bind", "127.0.0.1", "--dir", tmp,
+               "--save-interval", "0"], port)
+    try:
+        c = Conn(port)
+        base = used_memory(c)
+        # A hash of a million fields: every command on one field still answers.
+        # (500 pairs a command: proto-max-args is 1024 by default)
+        for i in range(0, fields, 500):
+            c.run([["HSET", "big"] + [x for j in range(i, min(i + 500, fields))
+                                      for x in ("f%d" % j, "v%d" % j)]])
+        check("HLEN of the big hash", flat(c.run([["HLEN", "big"]])[0]), b":%d\r\n" % fields)
+        check("HGET in it", flat(c.run([["HGET", "big", "f777"]])[0]), b"$4\r\nv777\r\n")
+        check("HINCRBY in it", flat(c.run([["HINCRBY", "big", "n", "5"]])[0]), b":5\r\n")
+        check("HDEL in it", flat(c.run([["HDEL", "big", "f1", "f2", "nope"]])[0]), b":2\r\n")
+        grown = used_memory(c)
+        check("the big hash is accounted", grown - base > fields * 16, True)
+        check("DEL of the big hash", flat(c.run([["DEL", "big"]])[0]), b":1\r\n")
+        check("its memory is given back", used_memory(c) - base < (grown - base) // 100, True)
+
+        # maxmemory reached: an MSET that would create a key writes nothing at all.
+        c.run([["MSET", "m1", "a", "m2", "b"]])
+        limit = used_memory(c)
+        check("CONFIG SET maxmemory", flat(c.run([["CONFIG", "SET", "maxmemory",
+                                                   str(limit)]])[0]), b"+OK\r\n")
+        c.run([["HSET", "filler", "f", "x" * 4000]])  # over the limit now (an update-free key)
+        r = flat(c.run([["MSET", "m1", "new", "m3", "c", "m2", "new"]])[0])
+        check("MSET over maxmemory is refused", r.startswith(b"-OOM"), True)
+        check("...and wrote nothing", flat(c.run([["MGET", "m1", "m2", "m3"]])[0]),
+              b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$-1\r\n")
+        check("MSET of existing keys only still works",
+              flat(c.run([["MSET", "m1", "x", "m2", "y"]])[0]), b"+OK\r\n")
+        check("HSET creating a hash is refused",
+              flat(c.run([["HSET", "h-new", "f", "v"]])[0])[:4], b"-OOM")
+        c.run([["CONFIG", "SET", "maxmemory", "0"]])
+
+        # KEYS with hostile patterns over many keys: bounded work, exact answers.
+        for i in range(0, 200000, 500):
+            c.run([["MSET"] + [x for j in range(i, i + 500) for x in ("a" * 30 + str(j), "1")]])
+        check("KEYS backtracking pattern", flat(c.run([["KEYS", "*a*a*a*a*a*a*a*a*a*b"]])[0]),
+              b"*0\r\n")
+        check("KEYS nesting past Redis's limit", flat(c.run([["KEYS", "a*" * 1001 + "x"]])[0]),
+              b"*0\r\n")
+        check("KEYS long pattern", flat(c.run([["KEYS", "*" * 100000 + "a" * 30 + "7"]])[0]),
+              b"*1\r\n$31\r\n" + b"a" * 30 + b"7\r\n")
+        check("KEYS matching many", len(c.run([["KEYS", "a*"]])[0]), 200000)
+        check("server alive", flat(c.run([["PING"]])[0]), b"+PONG\r\n")
+    finally:
+        stop(p)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
