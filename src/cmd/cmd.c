@@ -431,8 +431,9 @@ static void lock_set(struct keyspace *ks, const struct shard_set *set, int lock)
 }
 
 /* Locks a shard for a command, unless a script has held it past busy-reply-threshold: then
- * -1 (the caller answers BUSY) instead of waiting for the script. A shard without a script
- * marker is locked plainly. */
+ * -1 (the caller answers BUSY) instead of waiting for the script. A free shard is taken at once;
+ * a held one without a script marker is waited for in 10 ms slices, looking at the marker
+ * again between them. */
 static int lock_or_busy(struct cmd_env *env, unsigned shard)
 {
     for (;;) {
@@ -441,8 +442,18 @@ static int lock_or_busy(struct cmd_env *env, unsigned shard)
                             : atomic_load_explicit(&env->script_since[shard],
                                                    memory_order_relaxed);
         if (since == 0) {
-            ks_lock(env->ks, shard);
-            return 0;
+            if (env->script_since == NULL) {
+                ks_lock(env->ks, shard);
+                return 0;
+            }
+            if (ks_trylock(env->ks, shard) == 0)
+                return 0;
+            /* Held: perhaps by a script that has locked the shard but not yet set its marker.
+             * Wait in short slices, so that a marker set meanwhile is seen and BUSY answered
+             * past the threshold instead of waiting for the whole script. */
+            if (ks_timedlock(env->ks, shard, clock_mono_ns() + 10 * 1000000) == 0)
+                return 0;
+            continue;
         }
         int64_t ms = __atomic_load_n(&env->conf->busy_reply_threshold, __ATOMIC_RELAXED);
         int64_t deadline = since + ms * 1000000;
