@@ -95,17 +95,14 @@ static int i64_to_str(char *buf, int64_t v)
     return (int)len;
 }
 
-/* Whether (m, score) can be stored as a tag-0 entry: score integral, |score| < 2^53, and m is
- * exactly its canonical decimal. */
-static int int_member(const char *m, size_t len, double score, int64_t *out)
+/* Whether m is the canonical decimal ("-" only before a non-zero value, no leading zeros) of
+ * an integer v with |v| < 2^53: then *out = v. util_parse_i64 accepts exactly the canonical
+ * forms, so m == the decimal util_fmt_i64 gives for v. */
+static int canon_int(const char *m, size_t len, int64_t *out)
 {
-    if (len == 0 || len > 17 || !(score > -INT_EXACT && score < INT_EXACT) ||
-        score != floor(score))
-        return 0;
-    int64_t v = (int64_t)score;
-    char buf[24];
-    int n = i64_to_str(buf, v);
-    if ((size_t)n != len || memcmp(buf, m, len) != 0)
+    int64_t v;
+    if (len == 0 || len > 17 || util_parse_i64(m, len, &v) != 0 ||
+        !(v > -(int64_t)INT_EXACT && v < (int64_t)INT_EXACT))
         return 0;
     *out = v;
     return 1;
@@ -120,12 +117,18 @@ int zs_format_score(char *buf, double d)
 
 /* ---- packed ---- */
 
+/* Decoded entries. A lazy view (pdecode with full 0) leaves m[i] NULL for a tag-0 entry until
+ * pmember formats it into ib[i]: most writes compare and re-encode integer members by value and
+ * never need their text. isint/iv (NULL in a zs_iter's full view) keep each entry's tag and, for
+ * tag 0, its integer, so pencode writes tag-0 entries without formatting or parsing them. */
 struct pview {
     uint32_t n;
     double *s;
     const char **m;
     uint8_t *len;
     char (*ib)[24];
+    uint8_t *isint;
+    int64_t *iv;
 };
 
 static const uint8_t *pdata(const struct zset *z)
@@ -174,7 +177,8 @@ static int64_t unzigzag(uint64_t u)
     return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
 }
 
-static void pdecode(const struct zset *z, struct pview *v)
+/* full: every member's text is set (integer members formatted); else a lazy view. */
+static void pdecode(const struct zset *z, struct pview *v, int full)
 {
     const uint8_t *q = pdata(z);
     int64_t prev = 0;
@@ -184,27 +188,50 @@ static void pdecode(const struct zset *z, struct pview *v)
             int64_t val = prev + unzigzag(get_varint(&q));
             prev = val;
             v->s[i] = (double)val;
-            v->len[i] = (uint8_t)i64_to_str(v->ib[i], val);
-            v->m[i] = v->ib[i];
+            if (v->isint != NULL) {
+                v->isint[i] = 1;
+                v->iv[i] = val;
+            }
+            if (full) {
+                v->len[i] = (uint8_t)i64_to_str(v->ib[i], val);
+                v->m[i] = v->ib[i];
+            } else {
+                v->len[i] = 0;
+                v->m[i] = NULL;
+            }
         } else {
             memcpy(&v->s[i], q, 8);
             q += 8;
             v->len[i] = *q++;
             v->m[i] = (const char *)q;
             q += v->len[i];
+            if (v->isint != NULL)
+                v->isint[i] = 0;
         }
     }
 }
 
+/* Entry i's member text, formatting a lazy view's integer member into ib[i] first. */
+static void pmember(struct pview *v, uint32_t i)
+{
+    if (v->m[i] == NULL) {
+        v->len[i] = (uint8_t)i64_to_str(v->ib[i], v->iv[i]);
+        v->m[i] = v->ib[i];
+    }
+}
+
 /* A new packed block holding the n entries of v (in order). */
+/* The tags come from isint/iv: a decoded entry keeps its tag (its score and member do not
+ * change in place), a new one from pkey: tag 0 when its member is the canonical decimal of
+ * its score (the member is then not stored but formatted on read). */
 static struct zset *pencode(const struct pview *v)
 {
     size_t bytes = 0;
-    int64_t prev = 0, iv;
+    int64_t prev = 0;
     for (uint32_t i = 0; i < v->n; i++) {
-        if (int_member(v->m[i], v->len[i], v->s[i], &iv)) {
-            bytes += 1 + varint_len(zigzag(iv - prev));
-            prev = iv;
+        if (v->isint[i]) {
+            bytes += 1 + varint_len(zigzag(v->iv[i] - prev));
+            prev = v->iv[i];
         } else {
             bytes += 1 + 8 + 1 + v->len[i];
         }
@@ -217,10 +244,10 @@ static struct zset *pencode(const struct pview *v)
     uint8_t *p = (uint8_t *)(z + 1);
     prev = 0;
     for (uint32_t i = 0; i < v->n; i++) {
-        if (int_member(v->m[i], v->len[i], v->s[i], &iv)) {
+        if (v->isint[i]) {
             *p++ = 0;
-            p = put_varint(p, zigzag(iv - prev));
-            prev = iv;
+            p = put_varint(p, zigzag(v->iv[i] - prev));
+            prev = v->iv[i];
         } else {
             *p++ = 1;
             memcpy(p, &v->s[i], 8);
@@ -239,6 +266,8 @@ struct pbuf {
     const char *m[ZS_PACK_MAX_ENTRIES + 1];
     uint8_t len[ZS_PACK_MAX_ENTRIES + 1];
     char ib[ZS_PACK_MAX_ENTRIES + 1][24];
+    uint8_t isint[ZS_PACK_MAX_ENTRIES + 1];
+    int64_t iv[ZS_PACK_MAX_ENTRIES + 1];
 };
 
 static void pview_on(struct pview *v, struct pbuf *b)
@@ -248,22 +277,51 @@ static void pview_on(struct pview *v, struct pbuf *b)
     v->m = b->m;
     v->len = b->len;
     v->ib = b->ib;
+    v->isint = b->isint;
+    v->iv = b->iv;
 }
 
-static int64_t pfind(const struct pview *v, const char *m, size_t len)
+/* A member's identity for pfind: its bytes and, when it is a canonical integer, the value (a
+ * tag-0 entry's member is the canonical decimal of iv, so it matches exactly such a member). */
+struct pkey {
+    const char *m;
+    size_t len;
+    int isint;
+    int64_t iv;
+};
+
+static void pkey_of(struct pkey *k, const char *m, size_t len)
 {
-    for (uint32_t i = 0; i < v->n; i++)
-        if (v->len[i] == len && memcmp(v->m[i], m, len) == 0)
+    k->m = m;
+    k->len = len;
+    k->isint = canon_int(m, len, &k->iv);
+}
+
+static int64_t pfind(const struct pview *v, const struct pkey *k)
+{
+    for (uint32_t i = 0; i < v->n; i++) {
+        if (v->isint[i] ? k->isint && v->iv[i] == k->iv
+                        : v->len[i] == k->len && memcmp(v->m[i], k->m, k->len) == 0)
             return i;
+    }
     return -1;
 }
 
-/* Index at which (score, m) goes. */
-static uint32_t pinsert_pos(const struct pview *v, double score, const char *m, size_t len)
+/* Index at which (score, m) goes: members are only compared between equal scores. */
+static uint32_t pinsert_pos(struct pview *v, double score, const char *m, size_t len)
 {
     uint32_t i = 0;
-    while (i < v->n && cmp_entry(v->s[i], v->m[i], v->len[i], score, m, len) < 0)
+    while (i < v->n) {
+        if (v->s[i] != score) {
+            if (v->s[i] > score)
+                break;
+        } else {
+            pmember(v, i);
+            if (cmp_member(v->m[i], v->len[i], m, len) >= 0)
+                break;
+        }
         i++;
+    }
     return i;
 }
 
@@ -273,6 +331,8 @@ static void pmove(struct pview *v, uint32_t to, uint32_t from)
 {
     v->s[to] = v->s[from];
     v->len[to] = v->len[from];
+    v->isint[to] = v->isint[from];
+    v->iv[to] = v->iv[from];
     if (v->m[from] == v->ib[from]) {
         memcpy(v->ib[to], v->ib[from], sizeof(v->ib[0]));
         v->m[to] = v->ib[to];
@@ -288,13 +348,16 @@ static void premove_at(struct pview *v, uint32_t i)
     v->n--;
 }
 
-static void pinsert_at(struct pview *v, uint32_t i, double score, const char *m, size_t len)
+static void pinsert_at(struct pview *v, uint32_t i, double score, const char *m, size_t len,
+                       int isint, int64_t iv)
 {
     for (uint32_t j = v->n; j > i; j--)
         pmove(v, j, j - 1);
     v->s[i] = score;
     v->m[i] = m;
     v->len[i] = (uint8_t)len;
+    v->isint[i] = (uint8_t)isint;
+    v->iv[i] = iv;
     v->n++;
 }
 
@@ -587,7 +650,7 @@ static struct zbig *to_big(const struct zset *z)
     struct pbuf buf;
     struct pview v;
     pview_on(&v, &buf);
-    pdecode(z, &v);
+    pdecode(z, &v, 1);
     for (uint32_t i = 0; i < v.n; i++) {
         struct znode *x = sl_insert(b, v.s[i], v.m[i], v.len[i]);
         hadd(b, x);
@@ -640,8 +703,10 @@ int zs_score(const struct zset *z, const char *m, size_t len, double *score)
     struct pbuf buf;
     struct pview v;
     pview_on(&v, &buf);
-    pdecode(z, &v);
-    int64_t i = pfind(&v, m, len);
+    pdecode(z, &v, 0);
+    struct pkey k;
+    pkey_of(&k, m, len);
+    int64_t i = pfind(&v, &k);
     if (i < 0)
         return 0;
     *score = v.s[i];
@@ -665,8 +730,10 @@ int zs_rank(const struct zset *z, const char *m, size_t len, size_t *rank)
     struct pbuf buf;
     struct pview v;
     pview_on(&v, &buf);
-    pdecode(z, &v);
-    int64_t i = pfind(&v, m, len);
+    pdecode(z, &v, 0);
+    struct pkey k;
+    pkey_of(&k, m, len);
+    int64_t i = pfind(&v, &k);
     if (i < 0)
         return 0;
     *rank = (size_t)i;
@@ -745,8 +812,10 @@ int zs_add(struct zset **zp, const char *m, size_t len, double score, unsigned f
     struct pbuf buf;
     struct pview v;
     pview_on(&v, &buf);
-    pdecode(z, &v);
-    int64_t i = pfind(&v, m, len);
+    pdecode(z, &v, 0);
+    struct pkey k;
+    pkey_of(&k, m, len);
+    int64_t i = pfind(&v, &k);
     int apply;
     double out = 0;
     int rc = add_decision(i >= 0, i >= 0 ? v.s[i] : 0, score, flags, &out, &apply, skipped);
@@ -767,7 +836,8 @@ int zs_add(struct zset **zp, const char *m, size_t len, double score, unsigned f
         /* The member text may live in ib[i], which removal overwrites: keep the caller's. */
         premove_at(&v, (uint32_t)i);
     }
-    pinsert_at(&v, pinsert_pos(&v, out, m, len), out, m, len);
+    int isint = k.isint && (double)k.iv == out; /* stored as tag 0 */
+    pinsert_at(&v, pinsert_pos(&v, out, m, len), out, m, len, isint, k.iv);
     *zp = pencode(&v);
     free(z);
     return i >= 0 ? ZS_UPDATED : ZS_ADDED;
@@ -791,8 +861,10 @@ int zs_del(struct zset **zp, const char *m, size_t len)
     struct pbuf buf;
     struct pview v;
     pview_on(&v, &buf);
-    pdecode(z, &v);
-    int64_t i = pfind(&v, m, len);
+    pdecode(z, &v, 0);
+    struct pkey k;
+    pkey_of(&k, m, len);
+    int64_t i = pfind(&v, &k);
     if (i < 0)
         return 0;
     premove_at(&v, (uint32_t)i);
@@ -837,7 +909,7 @@ void zs_del_range(struct zset **zp, size_t start, size_t end)
     struct pbuf buf;
     struct pview v;
     pview_on(&v, &buf);
-    pdecode(z, &v);
+    pdecode(z, &v, 0);
     for (size_t j = end; j < v.n; j++)
         pmove(&v, (uint32_t)(start + j - end), (uint32_t)j);
     v.n -= (uint32_t)(end - start);
@@ -870,7 +942,7 @@ void zs_range_score(const struct zset *z, const struct zs_score_range *r, size_t
         struct pbuf buf;
         struct pview v;
         pview_on(&v, &buf);
-        pdecode(z, &v);
+        pdecode(z, &v, 0);
         struct znode probe;
         a = 0;
         while (a < v.n && (probe.score = v.s[a], !score_gt_min(&probe, r)))
@@ -952,7 +1024,7 @@ void zs_range_lex(const struct zset *z, const struct zs_lex_bound *min,
     struct pbuf buf;
     struct pview v;
     pview_on(&v, &buf);
-    pdecode(z, &v);
+    pdecode(z, &v, 1);
     uint32_t n = v.n;
     if (!lex_gte_min(v.m[n - 1], v.len[n - 1], min) || !lex_lte_max(v.m[0], v.len[0], max)) {
         *start = *end = 0;
@@ -993,8 +1065,8 @@ void zs_iter_init(struct zs_iter *it, const struct zset *z, size_t rank, int rev
     it->reverse = reverse;
     it->n = 0;
     if (z->kind == KIND_PACKED) {
-        struct pview v = {0, it->s, it->m, it->len, it->ib};
-        pdecode(z, &v);
+        struct pview v = {0, it->s, it->m, it->len, it->ib, NULL, NULL};
+        pdecode(z, &v, 1);
         it->n = v.n;
     }
     zs_iter_seek(it, rank);
@@ -1030,7 +1102,7 @@ int zs_check(const struct zset *z)
         struct pbuf buf;
         struct pview v;
         pview_on(&v, &buf);
-        pdecode(z, &v);
+        pdecode(z, &v, 1);
         for (uint32_t i = 0; i < v.n; i++) {
             if (isnan(v.s[i]) || v.len[i] > ZS_PACK_MAX_MEMBER)
                 return -1;

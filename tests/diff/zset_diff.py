@@ -37,7 +37,8 @@ LONG_MIN = -(2**63)
 SMALL_MEMBERS = [b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h", b"aa", b"ab", b"b\x00",
                  b"", b"m1", b"m2", b"m10", b"m20", b"1", b"-1", b"1.5", b"inf", b"zz",
                  b"\x00", b"\x00\x01", b"a\r\nb", b"\xff\xfe", b"\xc3\xa9", b" ", b"[a", b"(a",
-                 b"-", b"+", b"A", b"Z"]
+                 b"-", b"+", b"A", b"Z", b"0", b"5", b"10", b"05", b"-0", b"+5", b"1e1",
+                 b"1700000000123", b"9007199254740993", b"-9007199254740991"]
 LONG_MEMBERS = [b"x" * 64, b"x" * 65, b"y" * 100 + b"1", b"y" * 100 + b"2", b"\x00" * 70,
                 b"L" * 300]
 
