@@ -20,6 +20,12 @@ int util_parse_i64(const char *s, size_t len, int64_t *out);
  * *out, or -1. */
 int util_parse_double(const char *s, size_t len, double *out);
 
+/* strtod's result without strtod for the commonest score text: if the len bytes at s are an
+ * optional '-' and 1 to 15 decimal digits (leading zeros allowed), sets *out to the value strtod
+ * gives for them (exact: every such value is below 2^53; "-0" is -0.0) and returns 0; else -1,
+ * and the caller asks strtod. */
+int util_parse_short_int_double(const char *s, size_t len, double *out);
+
 /* Long doubles as Redis's INCRBYFLOAT and HINCRBYFLOAT read and write them: util_parse_ld is
  * string2ld (strtold over the whole text, shorter than UTIL_LD_MAX_CHARS, no leading space, no
  * NaN, no overflow to infinity or underflow to zero; 0 or -1); util_fmt_ld_human writes Redis's

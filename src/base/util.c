@@ -91,6 +91,23 @@ int util_parse_double(const char *s, size_t len, double *out)
     return 0;
 }
 
+int util_parse_short_int_double(const char *s, size_t len, double *out)
+{
+    size_t i = len > 0 && s[0] == '-';
+    uint64_t v = 0;
+
+    if (len - i < 1 || len - i > 15)
+        return -1;
+    for (; i < len; i++) {
+        if (!is_digit(s[i]))
+            return -1;
+        v = v * 10 + (unsigned)(s[i] - '0');
+    }
+    /* Negated as a double, so "-0" gives -0.0 as strtod does. */
+    *out = s[0] == '-' ? -(double)v : (double)v;
+    return 0;
+}
+
 /* "00".."99": two digits per division, half the divisions of one digit at a time (timestamps in
  * ms, 13 digits, are what sorted sets and window logs format most). */
 static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324252627282930"

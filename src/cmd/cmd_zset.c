@@ -32,6 +32,8 @@ static int parse_score(const char *p, size_t len, double *out)
 {
     if (len == 0 || isspace((unsigned char)p[0]))
         return -1;
+    if (util_parse_short_int_double(p, len, out) == 0)
+        return 0;
     errno = 0;
     char *end;
     double d = strtod(p, &end);
@@ -50,6 +52,8 @@ static int parse_range_end(const char *p, double *d, int *ex)
     *ex = p[0] == '(';
     if (*ex)
         p++;
+    if (util_parse_short_int_double(p, strlen(p), d) == 0)
+        return 0;
     *d = strtod(p, &end);
     return end[0] != '\0' || isnan(*d) ? -1 : 0;
 }

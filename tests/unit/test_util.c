@@ -564,3 +564,43 @@ Test(util, fmt_i64_agrees_with_snprintf)
         cr_assert_str_eq(got, want, "util_fmt_i64(%lld)", (long long)v);
     }
 }
+
+/* The fast path must give strtod's double bit for bit, and leave everything else to strtod. */
+Test(util, short_int_double_is_strtod)
+{
+    static const char *const yes[] = {"0", "-0", "00", "-000", "7", "007", "-1",
+                                      "1700000000000", "1699999990000", "999999999999999",
+                                      "-999999999999999", "000000000000001"};
+    static const char *const no[] = {"", "-", "+1", " 1", "1 ", "1.5", "1e3", "0x10", "inf",
+                                     "1000000000000000", "-1000000000000000", "12a", "--1",
+                                     "1-"};
+    for (size_t i = 0; i < N_OF(yes); i++) {
+        double d = 42, want = strtod(yes[i], NULL);
+        cr_assert_eq(util_parse_short_int_double(yes[i], strlen(yes[i]), &d), 0, "%s", yes[i]);
+        cr_expect_eq(memcmp(&d, &want, sizeof(d)), 0, "%s: %.17g, strtod %.17g", yes[i], d, want);
+    }
+    for (size_t i = 0; i < N_OF(no); i++) {
+        double d = 42;
+        cr_expect_eq(util_parse_short_int_double(no[i], strlen(no[i]), &d), -1, "%s", no[i]);
+        cr_expect_eq(d, 42);
+    }
+    /* Only len bytes are read. */
+    double d;
+    cr_assert_eq(util_parse_short_int_double("123x", 3, &d), 0);
+    cr_expect_eq(d, 123);
+    /* Random digit strings of every accepted length, signed and not. */
+    uint64_t x = 88172645463325252ull;
+    for (int n = 0; n < 20000; n++) {
+        char buf[20];
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t len = 0, digits = 1 + x % 15;
+        if (x & (1ull << 40))
+            buf[len++] = '-';
+        for (size_t k = 0; k < digits; k++)
+            buf[len++] = (char)('0' + (x >> (4 + 3 * k)) % 10);
+        buf[len] = '\0';
+        double want = strtod(buf, NULL);
+        cr_assert_eq(util_parse_short_int_double(buf, len, &d), 0, "%s", buf);
+        cr_assert_eq(memcmp(&d, &want, sizeof(d)), 0, "%s", buf);
+    }
+}
