@@ -8,6 +8,7 @@
 #include "rlimitd/alloc.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,16 +170,34 @@ void reply_help_lines(struct rbuf *out, const char *const *lines)
 
 /* ---- sessions ---- */
 
+/* A queued command: one block of the transaction's arena holds its argv pointers, lengths,
+ * keys and argument bytes. The keys are hashed when the command is queued (EXEC uses them both
+ * to choose the shards to lock and to run the command); keys == NULL for a command whose key is
+ * derived (ISALLOWED), collected when it runs. */
 struct queued {
     int cmd;
     int argc;
-    char **argv;   /* argv[i] points into blob */
+    char **argv;
     size_t *lens;
+    struct ks_key *keys;
+    int nkeys;
 };
+
+/* Arena chunks: blocks never move (argv and keys point into them), a full chunk is followed by
+ * a new one. */
+struct chunk {
+    struct chunk *next;
+    size_t used, cap;
+    _Alignas(max_align_t) char data[];
+};
+
+#define CHUNK_BYTES 2048
 
 struct multi {
     struct queued *q;
     int n, cap;
+    struct chunk *chunks; /* the newest first */
+    struct ks_key last;   /* the last key hashed (points into a block), len SIZE_MAX: none */
 };
 
 /* Scratch kept across commands so warm commands hash keys without malloc. One per thread, not
@@ -203,15 +222,78 @@ void session_init(struct session *s, uint64_t id, struct stats *stats)
     s->multi_count = -1;
 }
 
+static _Thread_local struct multi *tl_spare_multi;
+
+/* A transaction's state: the thread's spare one (emptied by the last transaction to end on this
+ * thread) or a new one. */
+static struct multi *multi_new(void)
+{
+    struct multi *m = tl_spare_multi;
+    if (m != NULL)
+        tl_spare_multi = NULL;
+    else
+        m = xcalloc(1, sizeof(*m));
+    m->last.len = SIZE_MAX;
+    return m;
+}
+
+static void multi_free(struct multi *m)
+{
+    struct chunk *c = m->chunks;
+    while (c != NULL) {
+        struct chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    free(m->q);
+    free(m);
+}
+
+/* Keeps one emptied transaction (its queue, if of at most 16, and its first chunk) per thread,
+ * so a warm MULTI ... EXEC allocates nothing; a thread holds at most about 3 KiB for it. */
+static void multi_release(struct multi *m)
+{
+    if (tl_spare_multi != NULL || m->cap > 16) {
+        multi_free(m);
+        return;
+    }
+    struct chunk *keep = NULL, *next;
+    for (struct chunk *c = m->chunks; c != NULL; c = next) {
+        next = c->next;
+        if (next == NULL && c->cap == CHUNK_BYTES)
+            keep = c;
+        else
+            free(c);
+    }
+    if (keep != NULL)
+        keep->used = 0;
+    m->chunks = keep;
+    m->n = 0;
+    tl_spare_multi = m;
+}
+
+static void *multi_alloc(struct multi *m, size_t n)
+{
+    n = (n + _Alignof(max_align_t) - 1) & ~(size_t)(_Alignof(max_align_t) - 1);
+    struct chunk *c = m->chunks;
+    if (c == NULL || c->cap - c->used < n) {
+        size_t cap = n > CHUNK_BYTES ? n : CHUNK_BYTES;
+        c = xmalloc(sizeof(*c) + cap);
+        c->next = m->chunks;
+        c->used = 0;
+        c->cap = cap;
+        m->chunks = c;
+    }
+    void *p = c->data + c->used;
+    c->used += n;
+    return p;
+}
+
 void multi_discard(struct session *s)
 {
     struct multi *m = s->multi;
     if (m != NULL) {
-        for (int i = 0; i < m->n; i++) {
-            free(m->q[i].argv); /* one block: pointers, lengths and bytes */
-        }
-        free(m->q);
-        free(m);
+        multi_release(m);
         s->multi = NULL;
     }
     __atomic_fetch_and(&s->flags, ~(unsigned)(SESSION_IN_MULTI | SESSION_MULTI_DIRTY),
@@ -224,6 +306,10 @@ static _Thread_local struct scratch tl_scratch;
 
 void cmd_thread_exit(void)
 {
+    if (tl_spare_multi != NULL) {
+        multi_free(tl_spare_multi);
+        tl_spare_multi = NULL;
+    }
     free(tl_scratch.keys);
     free(tl_scratch.derived);
     memset(&tl_scratch, 0, sizeof(tl_scratch));
@@ -356,22 +442,14 @@ void cmd_env_deinit(struct cmd_env *env)
 
 /* ---- keys and locks ---- */
 
-/* Fills x->keys with the command's keys. Returns the count. */
-static int collect_keys(const struct cmd_def *d, struct session *s, int argc, char **argv,
-                        const size_t *lens, struct keyspace *ks, struct ks_key **keys)
+/* How many keys a command that names its keys has, and where: argument first + i * step. */
+static int key_positions(const struct cmd_def *d, int argc, char **argv, const size_t *lens,
+                         int *first, int *step)
 {
-    (void)s;
-    struct scratch *sc = &tl_scratch;
     int n = 0;
-    if (d->flags & CMD_KEYDERIVED) {
-        size_t need = isallowed_key_len(lens[1], lens[2]);
-        if (sc->dcap < need) {
-            free(sc->derived);
-            sc->dcap = need < 256 ? 256 : need;
-            sc->derived = xmalloc(sc->dcap);
-        }
-        n = 1;
-    } else if (d->flags & CMD_NUMKEYS) {
+    *first = d->flags & CMD_NUMKEYS ? 3 : d->first_key;
+    *step = d->flags & CMD_NUMKEYS ? 1 : d->step;
+    if (d->flags & CMD_NUMKEYS) {
         /* An invalid count gives no keys; the handler replies the error. */
         int64_t nk;
         if (argc >= 3 && util_parse_i64(argv[2], lens[2], &nk) == 0 && nk >= 0 &&
@@ -383,6 +461,27 @@ static int collect_keys(const struct cmd_def *d, struct session *s, int argc, ch
             last = argc - 1;
         n = last >= d->first_key ? (last - d->first_key) / d->step + 1 : 0;
     }
+    return n;
+}
+
+/* Fills x->keys with the command's keys. Returns the count. */
+static int collect_keys(const struct cmd_def *d, struct session *s, int argc, char **argv,
+                        const size_t *lens, struct keyspace *ks, struct ks_key **keys)
+{
+    (void)s;
+    struct scratch *sc = &tl_scratch;
+    int n = 0, first = 0, step = 1;
+    if (d->flags & CMD_KEYDERIVED) {
+        size_t need = isallowed_key_len(lens[1], lens[2]);
+        if (sc->dcap < need) {
+            free(sc->derived);
+            sc->dcap = need < 256 ? 256 : need;
+            sc->derived = xmalloc(sc->dcap);
+        }
+        n = 1;
+    } else {
+        n = key_positions(d, argc, argv, lens, &first, &step);
+    }
     if (n > sc->cap) {
         free(sc->keys);
         sc->cap = n < 8 ? 8 : n;
@@ -392,8 +491,6 @@ static int collect_keys(const struct cmd_def *d, struct session *s, int argc, ch
         size_t len = isallowed_key(sc->derived, argv[1], lens[1], argv[2], lens[2]);
         ks_key_init(ks, &sc->keys[0], sc->derived, len);
     } else {
-        int first = d->flags & CMD_NUMKEYS ? 3 : d->first_key;
-        int step = d->flags & CMD_NUMKEYS ? 1 : d->step;
         for (int i = 0; i < n; i++) {
             int a = first + i * step;
             ks_key_init(ks, &sc->keys[i], argv[a], lens[a]);
@@ -528,7 +625,7 @@ static void count_error(struct session *s, const struct rbuf *out, size_t start)
 static void reject(struct session *s, int idx, struct rbuf *out, const char *msg);
 static void run_keys(struct cmd_env *env, struct session *s, int idx, int argc, char **argv,
                      const size_t *lens, struct rbuf *out, int64_t now, int all_locked,
-                     int from_script, struct ks_key *keys, int nkeys);
+                     int from_script, struct ks_key *keys, int nkeys, uint64_t *ticks);
 
 /* Runs a command whose arity and permissions were checked, with its shards locked unless
  * all_locked (inside EXEC, or called from a script, which holds them). Counts it. A script's
@@ -537,18 +634,20 @@ static void run(struct cmd_env *env, struct session *s, int idx, int argc, char 
                 const size_t *lens, struct rbuf *out, int64_t now, int all_locked,
                 int from_script)
 {
-    run_keys(env, s, idx, argc, argv, lens, out, now, all_locked, from_script, NULL, 0);
+    run_keys(env, s, idx, argc, argv, lens, out, now, all_locked, from_script, NULL, 0, NULL);
 }
 
-/* run() with the command's keys already collected (keys != NULL), as redis.call has them. */
+/* run() with the command's keys already collected (keys != NULL), as redis.call and EXEC have
+ * them. ticks, if not NULL, holds a tick reading taken just before: the duration starts there,
+ * and the reading that ends it is left there for the next command. */
 static void run_keys(struct cmd_env *env, struct session *s, int idx, int argc, char **argv,
                      const size_t *lens, struct rbuf *out, int64_t now, int all_locked,
-                     int from_script, struct ks_key *keys, int nkeys)
+                     int from_script, struct ks_key *keys, int nkeys, uint64_t *ticks)
 {
     const struct cmd_def *d = &commands[idx];
     struct cmd_ctx x = {env, s, argc, argv, lens, keys, nkeys, now, out, all_locked};
     size_t start = out->len;
-    uint64_t t0 = clock_ticks();
+    uint64_t t0 = ticks != NULL ? *ticks : clock_ticks();
     if (keys == NULL)
         x.nkeys = collect_keys(d, s, argc, argv, lens, env->ks, &x.keys);
     /* Atomic (CLIENT LIST on another thread reads it); before running: CLIENT LIST shows
@@ -582,7 +681,10 @@ static void run_keys(struct cmd_env *env, struct session *s, int idx, int argc, 
     }
 
     /* Duration from the tick counter: the wall clock is read once per command (DESIGN.md). */
-    int64_t dur_us = clock_ticks_to_us(clock_ticks() - t0);
+    uint64_t t1 = clock_ticks();
+    if (ticks != NULL)
+        *ticks = t1;
+    int64_t dur_us = clock_ticks_to_us(t1 - t0);
     if (s->stats != NULL) {
         struct cmd_stats *cs = &s->stats->cmd[idx];
         stats_add(&cs->calls, 1);
@@ -638,8 +740,12 @@ static int arity_ok(const struct cmd_def *d, int argc)
     return d->arity >= 0 ? argc == d->arity : argc >= -d->arity;
 }
 
-static void queue(struct session *s, int idx, int argc, char **argv, const size_t *lens)
+/* Copies the command into the transaction's arena and hashes its keys there; a key equal to the
+ * last one hashed in this transaction (the usual MULTI of commands on one key) takes its hash. */
+static void queue(struct cmd_env *env, struct session *s, int idx, int argc, char **argv,
+                  const size_t *lens)
 {
+    const struct cmd_def *d = &commands[idx];
     struct multi *m = s->multi;
     if (m->n == m->cap) {
         int cap = m->cap ? m->cap * 2 : 8;
@@ -647,12 +753,16 @@ static void queue(struct session *s, int idx, int argc, char **argv, const size_
         m->q = q;
         m->cap = cap;
     }
+    int first = 0, step = 1;
+    int nkeys = d->flags & CMD_KEYDERIVED ? 0 : key_positions(d, argc, argv, lens, &first, &step);
     size_t bytes = 0;
     for (int i = 0; i < argc; i++)
         bytes += lens[i] + 1;
-    /* One block: argv pointers, lengths, then the argument bytes. */
+    /* One block: argv pointers, lengths, keys, then the argument bytes. */
     size_t head = sizeof(char *) * (size_t)argc + sizeof(size_t) * (size_t)argc;
-    char *block = xmalloc(head + bytes);
+    size_t keys_at = head;
+    head += sizeof(struct ks_key) * (size_t)nkeys;
+    char *block = multi_alloc(m, head + bytes);
     struct queued *e = &m->q[m->n++];
     __atomic_store_n(&s->multi_count, m->n, __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_mem, s->multi_mem + head + bytes, __ATOMIC_RELAXED);
@@ -668,6 +778,19 @@ static void queue(struct session *s, int idx, int argc, char **argv, const size_
         e->lens[i] = lens[i];
         p += lens[i] + 1;
     }
+    e->nkeys = nkeys;
+    e->keys = d->flags & CMD_KEYDERIVED ? NULL : (struct ks_key *)(block + keys_at);
+    for (int i = 0; i < nkeys; i++) {
+        int a = first + i * step;
+        struct ks_key *k = &e->keys[i];
+        if (m->last.len == lens[a] && memcmp(m->last.p, argv[a], lens[a]) == 0) {
+            *k = m->last;
+            k->p = e->argv[a];
+        } else {
+            ks_key_init(env->ks, k, e->argv[a], lens[a]);
+        }
+        m->last = *k;
+    }
 }
 
 static void cmd_multi(struct cmd_ctx *x)
@@ -676,7 +799,7 @@ static void cmd_multi(struct cmd_ctx *x)
         reply_error(x->out, "ERR MULTI calls can not be nested");
         return;
     }
-    x->s->multi = xcalloc(1, sizeof(struct multi));
+    x->s->multi = multi_new();
     __atomic_fetch_or(&x->s->flags, SESSION_IN_MULTI, __ATOMIC_RELAXED);
     __atomic_store_n(&x->s->multi_count, 0, __ATOMIC_RELAXED);
     reply_ok(x->out);
@@ -718,8 +841,10 @@ static void cmd_exec(struct cmd_ctx *x)
                 shard_set_add(&set, sh);
             break;
         }
-        struct ks_key *keys;
-        int n = collect_keys(d, s, m->q[i].argc, m->q[i].argv, m->q[i].lens, ks, &keys);
+        struct ks_key *keys = m->q[i].keys;
+        int n = m->q[i].nkeys;
+        if (keys == NULL)
+            n = collect_keys(d, s, m->q[i].argc, m->q[i].argv, m->q[i].lens, ks, &keys);
         for (int k = 0; k < n; k++)
             shard_set_add(&set, ks_shard(ks, &keys[k]));
     }
@@ -744,14 +869,14 @@ static void cmd_exec(struct cmd_ctx *x)
     __atomic_store_n(&s->multi_count, -1, __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_mem, 0, __ATOMIC_RELAXED);
     reply_array(x->out, m->n);
+    /* One tick reading between two commands ends the first's duration and starts the next's. */
+    uint64_t ticks = clock_ticks();
     for (int i = 0; i < m->n; i++)
-        run(x->env, s, m->q[i].cmd, m->q[i].argc, m->q[i].argv, m->q[i].lens, x->out, x->now,
-            1, 0);
+        run_keys(x->env, s, m->q[i].cmd, m->q[i].argc, m->q[i].argv, m->q[i].lens, x->out,
+                 x->now, 1, 0, m->q[i].keys, m->q[i].nkeys, &ticks);
     lock_set(ks, &set, 0);
     watch_release_all(s);
-    struct session tmp = {0};
-    tmp.multi = m;
-    multi_discard(&tmp);
+    multi_release(m);
 }
 
 void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
@@ -784,7 +909,7 @@ void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
         return;
     }
     if ((s->flags & SESSION_IN_MULTI) && !(d->flags & CMD_NOQUEUE)) {
-        queue(s, idx, argc, argv, lens);
+        queue(env, s, idx, argc, argv, lens);
         reply_simple(out, "QUEUED");
         return;
     }
@@ -876,7 +1001,7 @@ void cmd_from_script(struct script_hold *h, int argc, char **argv, const size_t 
         script_note_write();
     }
     int last = s->last_cmd;
-    run_keys(x->env, s, idx, argc, argv, lens, out, x->now, 1, 1, keys, n);
+    run_keys(x->env, s, idx, argc, argv, lens, out, x->now, 1, 1, keys, n, NULL);
     s->last_cmd = last;
 }
 

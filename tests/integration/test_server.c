@@ -434,6 +434,61 @@ Test(server, reset_clears_connection_state)
     it_stop(d);
 }
 
+/* A transaction's queue lives in an arena reused by the next transaction on the thread: large
+ * arguments (past one arena chunk), many commands, repeated and multi-key commands, and a
+ * derived-key limiter must all run as queued, transaction after transaction. */
+Test(server, transactions_of_any_size_run_as_queued)
+{
+    struct it_daemon *d = it_start(NULL);
+    redisContext *c = it_connect(d->port);
+    static char big[5000];
+    for (int round = 0; round < 3; round++) {
+        int n = round == 1 ? 40 : 3; /* a long one between short ones */
+        IT_STATUS(it_cmd(c, "MULTI"), "OK");
+        for (int i = 0; i < n; i++) {
+            memset(big, 'a' + (i + round) % 26, sizeof(big));
+            size_t len = i % 2 ? sizeof(big) : (size_t)(i + 1);
+            IT_STATUS(it_cmd(c, "SET tx:%d %b", i % 7, big, len), "QUEUED");
+            IT_STATUS(it_cmd(c, "APPEND tx:%d x", i % 7), "QUEUED");
+        }
+        IT_STATUS(it_cmd(c, "MSET tx:a 1 tx:b 2 tx:a 3"), "QUEUED");
+        IT_STATUS(it_cmd(c, "ISALLOWED tx:lim x 60 10"), "QUEUED");
+        IT_STATUS(it_cmd(c, "DEL tx:b tx:none"), "QUEUED");
+        redisReply *r = it_cmd(c, "EXEC");
+        cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == (size_t)(2 * n + 3),
+                  "round %d: EXEC reply type %d, %zu elements", round, r->type, r->elements);
+        for (int i = 0; i < n; i++) {
+            size_t len = i % 2 ? sizeof(big) : (size_t)(i + 1);
+            cr_assert(r->element[2 * i]->type == REDIS_REPLY_STATUS, "round %d SET %d", round, i);
+            cr_assert(r->element[2 * i + 1]->type == REDIS_REPLY_INTEGER &&
+                          r->element[2 * i + 1]->integer == (long long)len + 1,
+                      "round %d APPEND %d", round, i);
+        }
+        cr_assert(r->element[2 * n + 1]->type == REDIS_REPLY_INTEGER &&
+                      r->element[2 * n + 1]->integer == 1,
+                  "ISALLOWED in EXEC");
+        cr_assert(r->element[2 * n + 2]->type == REDIS_REPLY_INTEGER &&
+                  r->element[2 * n + 2]->integer == 1);
+        freeReplyObject(r);
+        /* The last SET of tx:<k> wins, with its APPEND. */
+        for (int k = 0; k < 7 && k < n; k++) {
+            int i = k;
+            while (i + 7 < n)
+                i += 7;
+            size_t len = i % 2 ? sizeof(big) : (size_t)(i + 1);
+            r = it_cmd(c, "GET tx:%d", k);
+            cr_assert(r->type == REDIS_REPLY_STRING && r->len == len + 1, "round %d GET tx:%d",
+                      round, k);
+            cr_assert(r->str[0] == 'a' + (i + round) % 26 && r->str[len] == 'x');
+            freeReplyObject(r);
+        }
+        IT_BULK(it_cmd(c, "GET tx:a"), "3");
+        IT_INT(it_cmd(c, "EXISTS tx:b"), 0);
+    }
+    redisFree(c);
+    it_stop(d);
+}
+
 Test(server, info_has_redis_fields)
 {
     struct it_daemon *d = it_start(NULL);
