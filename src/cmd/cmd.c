@@ -40,46 +40,89 @@ static void join_areas(void)
 #undef CMD_JOIN_AREA
 }
 
-/* Lookup: command names are short; an open-addressing table over a case-folded hash, built
- * once, answers in one or two probes. */
+/* Lookup: an open-addressing table over a case-folded hash, built once, answers in one or two
+ * probes. A slot keeps its name lower-cased in 8-byte words and, per word, the bits that make an
+ * ASCII letter lower case (0x20 on letters, 0 elsewhere): an argument word w names the command
+ * exactly when (w | fold) equals the name's word, so names are compared a word at a time. */
 #define LOOKUP_SLOTS 512
-static int lookup_slot[LOOKUP_SLOTS];
+#define NAME_WORDS 4 /* command names are at most 32 bytes */
+
+struct lookup_slot {
+    int idx; /* -1: empty */
+    uint32_t len;
+    uint64_t w[NAME_WORDS];
+    uint64_t fold[NAME_WORDS];
+};
+
+static struct lookup_slot lookup_slots[LOOKUP_SLOTS];
 static pthread_once_t lookup_once = PTHREAD_ONCE_INIT;
 
-static uint32_t name_hash(const char *s, size_t len)
+/* The first len (<= 8 * NAME_WORDS) bytes of s in words, zero-padded. */
+static void name_words(const char *s, size_t len, uint64_t *w)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 'A' && c <= 'Z')
-            c = (unsigned char)(c + 32);
-        h = (h ^ c) * 16777619u;
-    }
-    return h;
+    char buf[8 * NAME_WORDS] = {0};
+    memcpy(buf, s, len);
+    memcpy(w, buf, sizeof(buf));
+}
+
+/* The same for "ZADD" and "zadd": every byte has 0x20 set before mixing. */
+static uint32_t name_hash(const uint64_t *w, size_t len)
+{
+    uint64_t h = len;
+    for (size_t k = 0; k < (len + 7) / 8; k++)
+        h = (h ^ (w[k] | 0x2020202020202020ull)) * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(h ^ (h >> 29));
 }
 
 static void build_lookup(void)
 {
     join_areas();
     for (int i = 0; i < LOOKUP_SLOTS; i++)
-        lookup_slot[i] = -1;
+        lookup_slots[i].idx = -1;
     for (int i = 0; i < ncommands; i++) {
-        uint32_t h = name_hash(commands[i].name, strlen(commands[i].name));
-        while (lookup_slot[h % LOOKUP_SLOTS] != -1)
+        const char *name = commands[i].name;
+        size_t len = strlen(name);
+        char low[8 * NAME_WORDS] = {0}, fold[8 * NAME_WORDS] = {0};
+        if (len > sizeof(low)) {
+            fprintf(stderr, "rlimitd: command name '%s' longer than %zu bytes\n", name,
+                    sizeof(low));
+            abort();
+        }
+        for (size_t j = 0; j < len; j++) {
+            unsigned char c = (unsigned char)name[j];
+            int letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+            low[j] = (char)(letter ? c | 0x20 : c);
+            fold[j] = (char)(letter ? 0x20 : 0);
+        }
+        struct lookup_slot e = {.idx = i, .len = (uint32_t)len};
+        memcpy(e.w, low, sizeof(low));
+        memcpy(e.fold, fold, sizeof(fold));
+        uint32_t h = name_hash(e.w, len);
+        while (lookup_slots[h % LOOKUP_SLOTS].idx != -1)
             h++;
-        lookup_slot[h % LOOKUP_SLOTS] = i;
+        lookup_slots[h % LOOKUP_SLOTS] = e;
     }
 }
 
 static int lookup(const char *name, size_t len)
 {
     pthread_once(&lookup_once, build_lookup);
-    for (uint32_t h = name_hash(name, len);; h++) {
-        int i = lookup_slot[h % LOOKUP_SLOTS];
-        if (i < 0)
+    if (len > 8 * NAME_WORDS)
+        return -1;
+    uint64_t w[NAME_WORDS];
+    name_words(name, len, w);
+    size_t words = (len + 7) / 8;
+    for (uint32_t h = name_hash(w, len);; h++) {
+        const struct lookup_slot *e = &lookup_slots[h % LOOKUP_SLOTS];
+        if (e->idx < 0)
             return -1;
-        if (util_eq_nocase(name, len, commands[i].name))
-            return i;
+        if (e->len != len)
+            continue;
+        uint64_t diff = 0;
+        for (size_t k = 0; k < words; k++)
+            diff |= (w[k] | e->fold[k]) ^ e->w[k];
+        if (diff == 0)
+            return e->idx;
     }
 }
 

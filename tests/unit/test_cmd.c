@@ -141,6 +141,61 @@ Test(cmd, command_count_is_table_size)
     cr_assert_str_eq(run("command count"), want);
 }
 
+/* Command names match ignoring ASCII case only: every name in lower, upper and mixed case is
+ * found, and no other byte string is (a changed byte, a byte more or less, or bit 0x20 flipped
+ * on a character that is not a letter). Run inside MULTI, so found commands are only queued. */
+static int found(const char *name, size_t len)
+{
+    char *argv[1] = {(char *)name};
+    size_t lens[1] = {len};
+    out.len = 0;
+    cmd_execute(&env, &sess, 1, argv, lens, &out);
+    static const char unknown[] = "-ERR unknown command";
+    return !(out.len >= sizeof(unknown) - 1 && memcmp(out.p, unknown, sizeof(unknown) - 1) == 0);
+}
+
+Test(cmd, command_names_match_ignoring_ascii_case_only)
+{
+    static const char *const runs_in_multi[] = {"multi", "exec", "discard", "reset", "quit",
+                                                "shutdown"};
+    cr_assert_str_eq(run("MULTI"), "+OK\r\n");
+    for (int i = 0; i < cmd_count(); i++) {
+        const char *name = cmd_name(i);
+        size_t len = strlen(name);
+        int skip = 0;
+        for (size_t j = 0; j < sizeof(runs_in_multi) / sizeof(runs_in_multi[0]); j++)
+            skip |= strcmp(name, runs_in_multi[j]) == 0;
+        char v[64];
+        cr_assert(len + 2 < sizeof(v));
+        if (!skip) {
+            memcpy(v, name, len);
+            cr_expect(found(v, len), "%s", name);
+            for (size_t j = 0; j < len; j++)
+                v[j] = (char)(name[j] >= 'a' && name[j] <= 'z' ? name[j] - 32 : name[j]);
+            cr_expect(found(v, len), "%.*s", (int)len, v);
+            for (size_t j = 0; j < len; j += 2)
+                v[j] = name[j];
+            cr_expect(found(v, len), "%.*s", (int)len, v);
+        }
+        memcpy(v, name, len);
+        v[len] = 'x';
+        cr_expect(!found(v, len + 1), "%s + x", name);
+        cr_expect(!found(v, len - 1), "%s cut", name);
+        for (size_t j = 0; j < len; j++) {
+            int letter = (name[j] >= 'a' && name[j] <= 'z') || (name[j] >= 'A' && name[j] <= 'Z');
+            memcpy(v, name, len);
+            v[j] = (char)(name[j] ^ 0x01);
+            cr_expect(!found(v, len), "%s, byte %zu ^ 1", name, j);
+            v[j] = (char)(name[j] ^ 0x20);
+            if (!letter)
+                cr_expect(!found(v, len), "%s, byte %zu ^ 0x20", name, j);
+            else if (!skip)
+                cr_expect(found(v, len), "%s, byte %zu ^ 0x20", name, j);
+        }
+    }
+    cr_assert_str_eq(run("DISCARD"), "+OK\r\n");
+}
+
 Test(cmd, command_info_cl_throttle_exact)
 {
     /* Redis 7.0's 10-element entry, written out by hand: cluster clients route CL.THROTTLE by
