@@ -43,8 +43,9 @@ uint64_t clock_ticks(void)
     return __rdtsc();
 }
 
-static double ticks_per_us;
+static double us_per_tick;
 static pthread_once_t calibrate_once = PTHREAD_ONCE_INIT;
+static _Atomic int calibrated; /* set (release) once us_per_tick is written */
 
 /* Modern x86-64 timestamp counters tick at a constant rate; measure it against
  * CLOCK_MONOTONIC over 10 ms once. Only INFO and SLOWLOG durations depend on it. */
@@ -56,13 +57,18 @@ static void calibrate(void)
     nanosleep(&pause, NULL);
     int64_t t1 = read_clock(CLOCK_MONOTONIC);
     uint64_t c1 = __rdtsc();
-    ticks_per_us = t1 > t0 && c1 > c0 ? (double)(c1 - c0) * 1000.0 / (double)(t1 - t0) : 1000.0;
+    double ticks_per_us =
+        t1 > t0 && c1 > c0 ? (double)(c1 - c0) * 1000.0 / (double)(t1 - t0) : 1000.0;
+    us_per_tick = 1.0 / ticks_per_us;
+    atomic_store_explicit(&calibrated, 1, memory_order_release);
 }
 
+/* Every command converts its duration: after the first call this is one load and a multiply. */
 int64_t clock_ticks_to_us(uint64_t ticks)
 {
-    pthread_once(&calibrate_once, calibrate);
-    return (int64_t)((double)ticks / ticks_per_us);
+    if (!atomic_load_explicit(&calibrated, memory_order_acquire))
+        pthread_once(&calibrate_once, calibrate);
+    return (int64_t)((double)ticks * us_per_tick);
 }
 #else
 uint64_t clock_ticks(void)

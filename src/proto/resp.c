@@ -367,6 +367,19 @@ static enum hdr read_header(const char *p, const char *end, int64_t *val, size_t
     int neg = 0;
     uint64_t v = 0; /* wraps past 19 digits, which are refused below */
 
+    /* The common lengths, one digit or two without a leading zero, whole in the buffer. */
+    if (avail >= 5 && (unsigned char)(p[1] - '0') < 10) {
+        if (p[2] == '\r' && p[3] == '\n') {
+            *val = p[1] - '0';
+            *hdr_len = 4;
+            return HDR_OK;
+        }
+        if (p[1] != '0' && (unsigned char)(p[2] - '0') < 10 && p[3] == '\r' && p[4] == '\n') {
+            *val = (p[1] - '0') * 10 + (p[2] - '0');
+            *hdr_len = 5;
+            return HDR_OK;
+        }
+    }
     if (i < lim && p[i] == '-') {
         neg = 1;
         i++;
