@@ -152,7 +152,7 @@ static void close_key(struct cmd_ctx *x, struct ks_zref *ref)
 static void zadd_generic(struct cmd_ctx *x, unsigned flags, int ch)
 {
     int i = 2;
-    for (; i < x->argc; i++) {
+    for (; i < x->argc && x->lens[i] <= 4; i++) { /* no option is longer */
         if (arg_is(x, i, "NX"))
             flags |= ZS_NX;
         else if (arg_is(x, i, "XX"))
@@ -187,12 +187,15 @@ static void zadd_generic(struct cmd_ctx *x, unsigned flags, int ch)
         reply_error(x->out, "ERR INCR option supports a single increment-element pair");
         return;
     }
+    double first = 0; /* the first pair's score, kept: most calls add one pair */
     for (int j = 0; j < elements; j++) {
         double d;
         if (parse_score(x->argv[i + 2 * j], x->lens[i + 2 * j], &d) != 0) {
             reply_error(x->out, ERR_NOT_FLOAT);
             return;
         }
+        if (j == 0)
+            first = d;
     }
     /* A new set starts packed whatever the pairs, as in Redis 7.0 (observable: a -0 score added
      * while packed reads back as "0", one added to a big set as "-0"). */
@@ -206,7 +209,10 @@ static void zadd_generic(struct cmd_ctx *x, unsigned flags, int ch)
             int a = i + 2 * j;
             double d, out;
             int skipped;
-            parse_score(x->argv[a], x->lens[a], &d);
+            if (j == 0)
+                d = first;
+            else
+                parse_score(x->argv[a], x->lens[a], &d);
             int rc = zs_add(&ref.z, x->argv[a + 1], x->lens[a + 1], d, flags, &out, &skipped);
             if (rc == ZS_NAN) {
                 close_key(x, &ref);
