@@ -57,12 +57,28 @@ struct lookup_slot {
 static struct lookup_slot lookup_slots[LOOKUP_SLOTS];
 static pthread_once_t lookup_once = PTHREAD_ONCE_INIT;
 
-/* The first len (<= 8 * NAME_WORDS) bytes of s in words, zero-padded. */
+/* The len (<= 8 * NAME_WORDS) bytes of s in (len + 7) / 8 words: whole words as loaded, the
+ * last rem bytes in the low bytes of the last word (little-endian order), zero above. Names,
+ * their fold masks and arguments all go through here, so their bytes line up. Loaded, not copied
+ * through a buffer: byte stores read back as words stall the load. */
 static void name_words(const char *s, size_t len, uint64_t *w)
 {
-    char buf[8 * NAME_WORDS] = {0};
-    memcpy(buf, s, len);
-    memcpy(w, buf, sizeof(buf));
+    size_t full = len / 8, rem = len % 8;
+    for (size_t k = 0; k < full; k++)
+        memcpy(&w[k], s + 8 * k, 8);
+    if (rem == 0)
+        return;
+    uint64_t t = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (len >= 8) {
+        memcpy(&t, s + len - 8, 8); /* overlaps the word before: shift it out */
+        w[full] = t >> (8 * (8 - rem));
+        return;
+    }
+#endif
+    for (size_t i = rem; i-- > 0;)
+        t = (t << 8) | (unsigned char)s[full * 8 + i];
+    w[full] = t;
 }
 
 /* The same for "ZADD" and "zadd": every byte has 0x20 set before mixing. */
@@ -95,8 +111,8 @@ static void build_lookup(void)
             fold[j] = (char)(letter ? 0x20 : 0);
         }
         struct lookup_slot e = {.idx = i, .len = (uint32_t)len};
-        memcpy(e.w, low, sizeof(low));
-        memcpy(e.fold, fold, sizeof(fold));
+        name_words(low, len, e.w);
+        name_words(fold, len, e.fold);
         uint32_t h = name_hash(e.w, len);
         while (lookup_slots[h % LOOKUP_SLOTS].idx != -1)
             h++;
