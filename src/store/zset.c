@@ -177,6 +177,21 @@ static int64_t unzigzag(uint64_t u)
     return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
 }
 
+/* The score of the entry at *q, moving *q past it; prev is the last tag-0 value before it. */
+static double pnext_score(const uint8_t **q, int64_t *prev)
+{
+    if (*(*q)++ == 0) {
+        *prev += unzigzag(get_varint(q));
+        return (double)*prev;
+    }
+    double d;
+    memcpy(&d, *q, 8);
+    *q += 8;
+    uint8_t len = *(*q)++;
+    *q += len;
+    return d;
+}
+
 /* full: every member's text is set (integer members formatted); else a lazy view. */
 static void pdecode(const struct zset *z, struct pview *v, int full)
 {
@@ -939,17 +954,25 @@ void zs_range_score(const struct zset *z, const struct zs_score_range *r, size_t
         a = sl_count_before((const struct zbig *)z, score_gt_min, r);
         e = sl_count_before((const struct zbig *)z, score_gt_max, r);
     } else {
-        struct pbuf buf;
-        struct pview v;
-        pview_on(&v, &buf);
-        pdecode(z, &v, 0);
+        /* Scores only, read in order from the block: a is the first above min, e the first
+         * from there above max. */
+        const uint8_t *q = pdata(z);
+        int64_t prev = 0;
         struct znode probe;
-        a = 0;
-        while (a < v.n && (probe.score = v.s[a], !score_gt_min(&probe, r)))
-            a++;
-        e = a;
-        while (e < v.n && (probe.score = v.s[e], !score_gt_max(&probe, r)))
-            e++;
+        size_t i = 0;
+        for (; i < z->n; i++) {
+            probe.score = pnext_score(&q, &prev);
+            if (score_gt_min(&probe, r))
+                break;
+        }
+        a = i;
+        for (; i < z->n; i++) {
+            if (i > a)
+                probe.score = pnext_score(&q, &prev);
+            if (score_gt_max(&probe, r))
+                break;
+        }
+        e = i;
     }
     *start = a;
     *end = e > a ? e : a;
