@@ -17,7 +17,8 @@
 #   c. one 1M-member set: filling it (ZADD of new members), then 500k each of ZADD re-scoring
 #      existing members, ZRANK, ZRANGEBYSCORE of about 10 members: CPU per op (target <= 2x).
 # --quick: 100k keys for (b) and a 100k-member set for (c), 10k keys for (a) (about a minute).
-# --rounds R: run each CPU measurement R times and keep the median (default 3; 1 with --quick).
+# --rounds R: run each CPU measurement R times, the median in the table and every round under it
+#   (default 3; 1 with --quick).
 # If rlimitd answers a command with an error (no sorted sets yet: "unknown command 'zadd'"),
 # its cells say so and the ratios are n/a; the script still measures Redis and exits 0.
 set -euo pipefail
@@ -30,7 +31,7 @@ ROUNDS=""
 RLIMITD=""
 
 usage() {
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 }
 
@@ -208,6 +209,8 @@ recipe_cpu() {
     done
     R["recipe:$server:cpu"]=$(printf '%s\n' "${cpus[@]}" | median)
     R["recipe:$server:rate"]=$(printf '%s\n' "${rates[@]}" | median)
+    R["recipe:$server:rounds"]="${cpus[*]}"
+    R["recipe:$server:rate_rounds"]="${rates[*]}"
 }
 
 recipe_memory() {
@@ -252,6 +255,7 @@ big_set() {
         if [ "${#vals[@]}" = "$ROUNDS" ]; then
             R["$op:$server:cpu"]=$(printf '%s\n' "${vals[@]}" | cut -d: -f1 | median)
             R["$op:$server:rate"]=$(printf '%s\n' "${vals[@]}" | cut -d: -f2 | median)
+            R["$op:$server:rounds"]=$(printf '%s\n' "${vals[@]}" | cut -d: -f1 | paste -sd' ' -)
         fi
     done
     stop
@@ -304,6 +308,12 @@ row "(c) ZRANGEBYSCORE (~10 members) on it: CPU µs/op" zrangebyscore cpu "" "<=
 row "(c) ZADD re-score ops/s" zadd rate "" - ""
 row "(c) ZRANK ops/s" zrank rate "" - ""
 row "(c) ZRANGEBYSCORE ops/s" zrangebyscore rate "" - ""
+echo
+echo "Each round's CPU µs/op (rlimitd | Redis; a fresh server per recipe round):"
+for op in recipe zadd zrank zrangebyscore; do
+    echo "- $op: ${R["$op:rlimitd:rounds"]:-n/a} | ${R["$op:redis:rounds"]:-n/a}"
+done
+echo "- recipe transactions/s: ${R["recipe:rlimitd:rate_rounds"]:-n/a} | ${R["recipe:redis:rate_rounds"]:-n/a}"
 echo
 echo "Checks after (b): rlimitd ${R["mem:rlimitd:check"]:-n/a}; Redis ${R["mem:redis:check"]:-n/a}."
 echo "ZCARD big after (c)'s fill: rlimitd ${R["big:rlimitd:card"]:-n/a}; Redis ${R["big:redis:card"]:-n/a}."
