@@ -51,9 +51,13 @@ void reply_ok(struct rbuf *b)
 
 void reply_simple(struct rbuf *b, const char *s)
 {
-    rbuf_append(b, "+", 1);
-    rbuf_append(b, s, strlen(s));
-    rbuf_append(b, "\r\n", 2);
+    size_t n = strlen(s);
+    char *p = rbuf_room(b, n + 3); /* one room check: this answers every queued command */
+    p[0] = '+';
+    memcpy(p + 1, s, n);
+    p[n + 1] = '\r';
+    p[n + 2] = '\n';
+    b->len += n + 3;
 }
 
 void reply_error(struct rbuf *b, const char *msg)
