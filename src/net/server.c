@@ -529,8 +529,7 @@ static int usable_cpus(void)
 
 /* Spinning threads need a CPU to spare for everything else (the clients on this machine, the
  * kernel's network work, a background save): with as many I/O threads as CPUs, spinning only
- * competes with them (measured: threads 2 on 2 CPUs lost 20-30% at pipeline 1, PERFORMANCE.md
- * "Third pass"). */
+ * competes with them for the CPUs the work needs (threads 2 on 2 CPUs loses throughput to it). */
 static int spin_allowed(int nthreads, int ncpu)
 {
     if (nthreads < ncpu)
@@ -565,9 +564,8 @@ static const char *sched_class_name(int policy)
  * busy task for another, at the cost of a context switch and the cache. SCHED_BATCH keeps the
  * time-sharing and the nice level but drops that wake-up preemption (sched(7)): a woken thread
  * still takes an idle CPU at once, and otherwise runs at the next tick or when the running task
- * sleeps. Measured on 2 CPUs with threads 2 (PERFORMANCE.md, fourth pass): +4-11% requests/s at
- * pipeline 1, +17-22% at pipeline 16, where p99 was over 4 ms in 5 of 6 rounds without it and
- * 1 of 6 with it. Set on the main thread before the other I/O threads start, which inherit it
+ * sleeps. With as many I/O threads as CPUs every wake-up would otherwise preempt another I/O
+ * thread or the clients: more context switches per request and a worse p99. Set on the main thread before the other I/O threads start, which inherit it
  * (pthread_create's default PTHREAD_INHERIT_SCHED). */
 static void set_io_sched(struct server *srv, int ncpu)
 {

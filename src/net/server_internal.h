@@ -25,7 +25,7 @@ struct server {
     int final_save;                 /* 0 after SHUTDOWN NOSAVE */
     int saved_before_stop;          /* SHUTDOWN saved before stopping the loops ... */
     uint64_t saved_dirty;           /* ... at this write count */
-    int tcp_fds[16][CONF_MAX_BIND]; /* per thread, per address: SO_REUSEPORT sockets */
+    int tcp_fds[CONF_MAX_THREADS][CONF_MAX_BIND]; /* per thread, per address: SO_REUSEPORT sockets */
     int ntcp;                       /* addresses bound */
     struct metrics_http *metrics;   /* metrics-port's listener, NULL when off */
     /* Memory return (server.c maybe_return_memory), thread 0's cron only. */
