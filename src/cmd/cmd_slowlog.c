@@ -133,10 +133,12 @@ const struct cmd_def cmd_slowlog_table[] = {
     {"slowlog", -2, CMD_ADMIN | CMD_LOADING | CMD_STALE, 0, 0, 0,
      "admin slow dangerous", cmd_slowlog,
      {.summary = "A container for slow log commands", .since = "2.2.12", .group = "server",
-      .complexity = "Depends on subcommand."}},
+      .complexity = "Depends on subcommand.",
+      .extra = CMD_SHOW_CONTAINER}},
     {"latency", -2, CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
      "admin slow dangerous", cmd_latency,
      {.summary = "A container for latency commands", .since = "2.8.13", .group = "server",
-      .complexity = "Depends on subcommand."}},
+      .complexity = "Depends on subcommand.",
+      .extra = CMD_SHOW_CONTAINER}},
 };
 const int cmd_slowlog_count = (int)(sizeof(cmd_slowlog_table) / sizeof(cmd_slowlog_table[0]));
