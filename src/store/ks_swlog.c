@@ -232,6 +232,19 @@ void ks_zset_close(struct keyspace *ks, const struct ks_key *key, struct ks_zref
     }
 }
 
+/* Where swlog_update moves a log whose ring changes size: a ring that can be a cring is built on
+ * the stack (store_log packs it), a bigger one on the heap. */
+struct log_move {
+    struct shard *sh;
+    union swlog_buf *stack;
+};
+
+static struct swlog *log_move_to(void *ud, uint32_t cap)
+{
+    struct log_move *m = ud;
+    return cap <= CRING_MAX_CAP ? &m->stack->log : shard_alloc(m->sh, swlog_bytes(cap));
+}
+
 int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t period_ms,
                    int64_t max_count, int *allowed, int64_t *in_window)
 {
@@ -258,26 +271,23 @@ int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, i
     void *stored = e_ptr(e);
     int on_heap = !(e[E_FLAGS] & F_CRING);
     log = on_heap ? stored : cring_load(stored, &buf);
-    swlog_trim(log, now_ms, period_ms);
-    uint32_t needed = swlog_needed(log, max_count);
-    uint32_t cap = swlog_fit_cap(log->cap, needed, max_count);
-    if (cap != log->cap) {
-        struct swlog *to = cap <= CRING_MAX_CAP ? &moved.log : shard_alloc(sh, swlog_bytes(cap));
-        swlog_init(to, cap);
-        swlog_copy(to, log);
+    struct log_move to = {sh, &moved};
+    struct swlog_attempt a = {now_ms, period_ms, now_ms, max_count};
+    struct swlog_outcome out = swlog_update(log, &a, log_move_to, &to);
+    if (out.log != log) {
         if (on_heap) {
             shard_free(sh, log);
             if (stored == log)
                 stored = NULL;
         }
-        log = to;
-        on_heap = cap > CRING_MAX_CAP;
+        log = out.log;
+        on_heap = log->cap > CRING_MAX_CAP;
     }
-    *allowed = swlog_record(log, now_ms, max_count);
+    *allowed = out.verdict == SWLOG_ALLOWED;
     /* Allowed means nothing was dropped: the log holds exactly the window's attempts. */
     if (in_window != NULL)
-        *in_window = log->len;
-    int64_t newest = swlog_newest(log);
+        *in_window = out.len;
+    int64_t newest = out.newest_ms;
     if (log != stored)
         store_log(sh, e, stored, log, on_heap);
     else if (cring_fits(log, log->cap))
