@@ -1,7 +1,8 @@
 /* test_swlog.c - COMMANDS.md, ISALLOWED: the sliding-window log of ISALLOWED.
  *
- * attempt() plays keyspace.c's part: trim, grow the ring geometrically up to what swlog_needed
- * asks for (never past max_count + 1), then record. */
+ * attempt() spells the sequence out by hand: trim, grow the ring geometrically up to what
+ * swlog_needed asks for (never past max_count + 1), then record; swlog_update, the one sequence
+ * the keyspace and the module run, is checked against it at the end. */
 #include <criterion/criterion.h>
 
 #include <stdint.h>
