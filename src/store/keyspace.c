@@ -121,7 +121,7 @@ void ks_key_init(const struct keyspace *ks, struct ks_key *k, const char *p, siz
 
 unsigned ks_shard(const struct keyspace *ks, const struct ks_key *k)
 {
-    return ks->bits == 0 ? 0 : (unsigned)(k->hash >> (64 - ks->bits));
+    return shard_index(ks, k);
 }
 
 unsigned ks_nshards(const struct keyspace *ks)

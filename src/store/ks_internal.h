@@ -178,9 +178,15 @@ static inline uint64_t entry_hash(const struct keyspace *ks, const uint8_t *e)
     return hash_siphash13(e_key(e, klen), klen, ks->seed);
 }
 
+/* ks_shard, inline: every command starts here. The top bits of the hash pick the shard. */
+static inline unsigned shard_index(const struct keyspace *ks, const struct ks_key *k)
+{
+    return ks->bits == 0 ? 0 : (unsigned)(k->hash >> (64 - ks->bits));
+}
+
 static inline struct shard *shard_of(struct keyspace *ks, const struct ks_key *k)
 {
-    return &ks->shards[ks_shard(ks, k)];
+    return &ks->shards[shard_index(ks, k)];
 }
 
 static inline uint8_t *slot_entry(const struct shard *sh, uint64_t i)
@@ -275,7 +281,6 @@ static inline void touch_entry(struct shard *sh, const uint8_t *e)
         touch_key(sh, e_key(e, klen), klen);
     }
 }
-
 
 /* ---- GCRA (ks_values.c) and window logs (ks_swlog.c), used by restore too ---- */
 
