@@ -331,4 +331,3 @@ const char *ks_type_name(enum ks_type t)
         return "string";
     }
 }
-

@@ -327,8 +327,7 @@ int ks_bulk_add(struct keyspace *ks, const struct ks_record *r, int64_t now)
             alloc_fail(n);
         sh->bulk = p;
     }
-    sh->bulk[sh->nbulk++] = ((uint64_t)ref << 32) |
-                            ((k.hash & ((1u << BULK_HOME_BITS) - 1)) << 7) |
+    sh->bulk[sh->nbulk++] = ((uint64_t)ref << 32) | ((k.hash & ((1u << BULK_HOME_BITS) - 1)) << 7) |
                             (uint64_t)(tag_of(k.hash) & 0x7f);
     counter_add(&sh->count, 1);
     count_limiter(sh, r->type, 1);

@@ -96,9 +96,9 @@ struct shard {
     uint8_t dumping;
     uint64_t dump_left;
     uint64_t dump_cursor;
-    uint64_t table_gen;   /* bumped whenever the slot array is replaced */
-    uint64_t dump_gen;    /* table_gen the cursor refers to */
-    unsigned dump_wraps;  /* passes wrapped since the last resize */
+    uint64_t table_gen;  /* bumped whenever the slot array is replaced */
+    uint64_t dump_gen;   /* table_gen the cursor refers to */
+    unsigned dump_wraps; /* passes wrapped since the last resize */
     /* Bulk load (ks_bulk_add): keys in the slabs but not yet in the table. */
     uint64_t *bulk;
     uint64_t nbulk, cap_bulk;
@@ -234,8 +234,8 @@ static inline int64_t find(const struct keyspace *ks, struct shard *sh, const st
 
 void rehash(const struct keyspace *ks, struct shard *sh, uint64_t nslots, int compact);
 void maybe_shrink(const struct keyspace *ks, struct shard *sh);
-uint32_t entry_new(struct shard *sh, enum ks_type type, uint8_t flags, const char *key,
-                   size_t klen, uint8_t **out);
+uint32_t entry_new(struct shard *sh, enum ks_type type, uint8_t flags, const char *key, size_t klen,
+                   uint8_t **out);
 uint64_t insert(const struct keyspace *ks, struct shard *sh, const struct ks_key *k,
                 enum ks_type type, uint8_t flags);
 uint8_t *reshape(struct shard *sh, uint64_t i, uint8_t nflags, int64_t exp);
@@ -263,7 +263,8 @@ static inline void set_type(struct shard *sh, uint8_t *e, enum ks_type t)
 void set_expire(struct shard *sh, uint64_t i, int64_t at);
 uint8_t *prepare_new_value(struct shard *sh, uint64_t i);
 
-/* Creating a key is refused over maxmemory; everything else keeps working (COMMANDS.md, Wire protocol). */
+/* Creating a key is refused over maxmemory; everything else keeps working (COMMANDS.md, Wire
+ * protocol). */
 static inline int over_maxmemory(const struct keyspace *ks)
 {
     uint64_t max = atomic_load_explicit(&ks->maxmemory, memory_order_relaxed);

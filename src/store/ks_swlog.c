@@ -20,8 +20,7 @@ static int cring_fits(const struct swlog *log, uint32_t cap)
 {
     if (cap > CRING_MAX_CAP)
         return 0;
-    return log->len < 2 ||
-           (uint64_t)swlog_newest(log) - (uint64_t)swlog_at(log, 0) <= UINT32_MAX;
+    return log->len < 2 || (uint64_t)swlog_newest(log) - (uint64_t)swlog_at(log, 0) <= UINT32_MAX;
 }
 
 static void cring_store(struct cring *c, const struct swlog *log, uint32_t cap)
@@ -254,8 +253,7 @@ int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, i
     union swlog_buf buf, moved;
     struct swlog *log;
     if (i >= 0 && e_type(slot_entry(sh, (uint64_t)i)) == KS_ZSET)
-        return zset_window_apply(sh, (uint64_t)i, now_ms, period_ms, max_count, allowed,
-                                 in_window);
+        return zset_window_apply(sh, (uint64_t)i, now_ms, period_ms, max_count, allowed, in_window);
     if (i >= 0 && e_type(slot_entry(sh, (uint64_t)i)) != KS_SWLOG)
         return KS_WRONGTYPE;
     if (i < 0) {
@@ -292,8 +290,8 @@ int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, i
         store_log(sh, e, stored, log, on_heap);
     else if (cring_fits(log, log->cap))
         store_log(sh, e, NULL, log, 1); /* a wide log that fits a cring again */
-    /* COMMANDS.md, ISALLOWED: the key expires `period` after its newest attempt. cmd_limit bounds period so
-     * this cannot overflow. */
+    /* COMMANDS.md, ISALLOWED: the key expires `period` after its newest attempt. cmd_limit bounds
+     * period so this cannot overflow. */
     set_expire(sh, (uint64_t)i, (newest + period_ms) * CLOCK_NS_PER_MS);
     return KS_OK;
 }

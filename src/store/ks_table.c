@@ -195,8 +195,8 @@ void maybe_shrink(const struct keyspace *ks, struct shard *sh)
 /* A new slab entry for a key of this type and shape: flags, key length and key written; the
  * value (and the expiry, if the shape has one) are the caller's to fill. Returns its reference
  * and sets *out to it. */
-uint32_t entry_new(struct shard *sh, enum ks_type type, uint8_t flags, const char *key,
-                   size_t klen, uint8_t **out)
+uint32_t entry_new(struct shard *sh, enum ks_type type, uint8_t flags, const char *key, size_t klen,
+                   uint8_t **out)
 {
     uint32_t ref = slab_alloc(sh, &sh->sl, entry_size(flags, klen));
     uint8_t *e = ref_ptr(sh, ref);

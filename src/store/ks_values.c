@@ -6,7 +6,8 @@
 #include "rlimitd/util.h"
 #include "rlimitd/zset.h"
 
-/* Stores a new TAT in the GCRA entry of slot i; its expiry becomes the TAT (COMMANDS.md, CL.THROTTLE). */
+/* Stores a new TAT in the GCRA entry of slot i; its expiry becomes the TAT (COMMANDS.md,
+ * CL.THROTTLE). */
 void set_gcra(struct shard *sh, uint64_t i, int64_t tat)
 {
     uint8_t *e = slot_entry(sh, i);
