@@ -286,7 +286,19 @@ static inline void touch_entry(struct shard *sh, const uint8_t *e)
 /* ---- GCRA (ks_values.c) and window logs (ks_swlog.c), used by restore too ---- */
 
 void set_gcra(struct shard *sh, uint64_t i, int64_t tat);
-struct swlog *cring_load(const struct cring *c, union swlog_buf *b);
+
+/* The cring as a struct swlog in b (through swlog.c's own functions only). Inline: every
+ * ISALLOWED on a small log runs it. */
+static inline struct swlog *cring_load(const struct cring *c, union swlog_buf *b)
+{
+    uint64_t base = ((uint64_t)c->base_hi << 32) | c->base_lo;
+    swlog_init(&b->log, c->cap);
+    /* Recording in order rebuilds the ring exactly: max_count = cap - 1 keeps up to cap. */
+    for (uint32_t i = 0; i < c->len; i++)
+        swlog_record(&b->log, (int64_t)(base + c->off[i]), (int64_t)c->cap - 1);
+    return &b->log;
+}
+
 void store_log(struct shard *sh, uint8_t *e, void *old, struct swlog *log, int on_heap);
 
 #endif

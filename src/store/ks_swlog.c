@@ -35,17 +35,6 @@ static void cring_store(struct cring *c, const struct swlog *log, uint32_t cap)
         c->off[i] = (uint32_t)((uint64_t)swlog_at(log, i) - base);
 }
 
-/* The cring as a struct swlog in b (through swlog.c's own functions only). */
-struct swlog *cring_load(const struct cring *c, union swlog_buf *b)
-{
-    uint64_t base = ((uint64_t)c->base_hi << 32) | c->base_lo;
-    swlog_init(&b->log, c->cap);
-    /* Recording in order rebuilds the ring exactly: max_count = cap - 1 keeps up to cap. */
-    for (uint32_t i = 0; i < c->len; i++)
-        swlog_record(&b->log, (int64_t)(base + c->off[i]), (int64_t)c->cap - 1);
-    return &b->log;
-}
-
 /* Stores log (cap slots, on the stack or the heap) as entry e's value, as a cring when it fits,
  * replacing whatever e held (old, a heap block or NULL). */
 void store_log(struct shard *sh, uint8_t *e, void *old, struct swlog *log, int on_heap)
