@@ -106,7 +106,7 @@ static void target(struct persist *p, char *dir, size_t dlen, char *file, size_t
 /* ---- loading ---- */
 
 /* Loading. Into the empty keyspace of a start (always, in the daemon) the records go through
- * ks_bulk_add, which defers building the tables to ks_bulk_end (keyspace.c "Bulk loading"):
+ * ks_bulk_add, which defers building the tables to ks_bulk_end (ks_dump.c "Bulk loading"):
  * 10M keys load in about 1 s instead of 3.3 (docs/PERFORMANCE.md). */
 struct load_state {
     struct keyspace *ks;
@@ -300,7 +300,7 @@ static void pace(struct pacer *pc, uint64_t done)
 }
 
 /* Writes a snapshot of the keyspace as it is now, shard by shard, each shard in slices of
- * SAVE_SLICE_SLOTS slots per lock hold (keyspace.c "Sliced dumps"); a background one paced. */
+ * SAVE_SLICE_SLOTS slots per lock hold (ks_dump.c "Sliced dumps"); a background one paced. */
 static int save_now(struct persist *p, int background, char *err, size_t errlen)
 {
     char dir[4096], file[1024];
