@@ -204,18 +204,20 @@ static int count_specs(const char *flags)
     return n;
 }
 
-/* EVAL's one key spec: the key count at argument 2, the keys right after it. */
-static void reply_numkeys_spec(struct rbuf *out, const struct cmd_def *d, const struct cmd_docs *m)
+/* One key spec. begin is its first key's index; a range spec (keynum 0) covers keys begin to
+ * begin + lastkey (negative: from the end), a keynum spec (EVAL) reads the key count at begin
+ * and finds the keys right after it. */
+static void reply_spec(struct rbuf *out, const struct cmd_docs *m, const char *flags, int begin,
+                       int keynum, int64_t lastkey, int step)
 {
     int notes = m != NULL && m->notes != NULL;
-    reply_array(out, 1);
     reply_array(out, notes ? 8 : 6);
     if (notes) {
         reply_bulk_cstr(out, "notes");
         reply_bulk_cstr(out, m->notes);
     }
     reply_bulk_cstr(out, "flags");
-    reply_words(out, key_flags(d, m), 1);
+    reply_words(out, flags, 1);
     reply_bulk_cstr(out, "begin_search");
     reply_array(out, 4);
     reply_bulk_cstr(out, "type");
@@ -223,33 +225,33 @@ static void reply_numkeys_spec(struct rbuf *out, const struct cmd_def *d, const 
     reply_bulk_cstr(out, "spec");
     reply_array(out, 2);
     reply_bulk_cstr(out, "index");
-    reply_int(out, 2);
+    reply_int(out, begin);
     reply_bulk_cstr(out, "find_keys");
     reply_array(out, 4);
     reply_bulk_cstr(out, "type");
-    reply_bulk_cstr(out, "keynum");
+    reply_bulk_cstr(out, keynum ? "keynum" : "range");
     reply_bulk_cstr(out, "spec");
     reply_array(out, 6);
-    reply_bulk_cstr(out, "keynumidx");
-    reply_int(out, 0);
-    reply_bulk_cstr(out, "firstkey");
-    reply_int(out, 1);
-    reply_bulk_cstr(out, "keystep");
-    reply_int(out, 1);
+    reply_bulk_cstr(out, keynum ? "keynumidx" : "lastkey");
+    reply_int(out, keynum ? 0 : lastkey);
+    reply_bulk_cstr(out, keynum ? "firstkey" : "keystep");
+    reply_int(out, keynum ? 1 : step);
+    reply_bulk_cstr(out, keynum ? "keystep" : "limit");
+    reply_int(out, keynum ? step : 0);
 }
 
 static void reply_keyspecs(struct rbuf *out, const struct cmd_def *d, const struct cmd_docs *m)
 {
-    if (d->flags & CMD_NUMKEYS) {
-        reply_numkeys_spec(out, d, m);
+    const char *flags = key_flags(d, m);
+    if (d->flags & CMD_NUMKEYS) { /* EVAL: the count at argument 2, one key after another */
+        reply_array(out, 1);
+        reply_spec(out, m, flags, 2, 1, 0, 1);
         return;
     }
     if (d->first_key <= 0) {
         reply_array(out, 0);
         return;
     }
-    int notes = m != NULL && m->notes != NULL;
-    const char *flags = key_flags(d, m);
     int nspecs = count_specs(flags);
     reply_array(out, nspecs);
     for (int i = 0; i < nspecs; i++) {
@@ -257,33 +259,7 @@ static void reply_keyspecs(struct rbuf *out, const struct cmd_def *d, const stru
          * every spec but the last covers one key. */
         int first = d->first_key + i;
         int64_t lastkey = i < nspecs - 1 ? 0 : d->last_key < 0 ? d->last_key : d->last_key - first;
-        reply_array(out, notes ? 8 : 6);
-        if (notes) {
-            reply_bulk_cstr(out, "notes");
-            reply_bulk_cstr(out, m->notes);
-        }
-        reply_bulk_cstr(out, "flags");
-        reply_words(out, spec_flags(flags, i), 1);
-        reply_bulk_cstr(out, "begin_search");
-        reply_array(out, 4);
-        reply_bulk_cstr(out, "type");
-        reply_bulk_cstr(out, "index");
-        reply_bulk_cstr(out, "spec");
-        reply_array(out, 2);
-        reply_bulk_cstr(out, "index");
-        reply_int(out, first);
-        reply_bulk_cstr(out, "find_keys");
-        reply_array(out, 4);
-        reply_bulk_cstr(out, "type");
-        reply_bulk_cstr(out, "range");
-        reply_bulk_cstr(out, "spec");
-        reply_array(out, 6);
-        reply_bulk_cstr(out, "lastkey");
-        reply_int(out, lastkey);
-        reply_bulk_cstr(out, "keystep");
-        reply_int(out, d->step);
-        reply_bulk_cstr(out, "limit");
-        reply_int(out, 0);
+        reply_spec(out, m, spec_flags(flags, i), first, 0, lastkey, d->step);
     }
 }
 
