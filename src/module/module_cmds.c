@@ -65,11 +65,16 @@ static int reply_gcra(RedisModuleCtx *ctx, const struct gcra_result *r)
     return RedisModule_ReplyWithLongLong(ctx, r->reset_after);
 }
 
-/* What both GCRA commands do after an allowed or limited decision: store and replicate the new
- * TAT if the step said so, close the key, count the call for INFO rlimit, reply. */
+/* What both GCRA commands do after their step (rc, err: its result): on an error close the key
+ * and reply it; else store and replicate the new TAT if the step said so, close the key, count
+ * the call for INFO rlimit, reply. */
 static int finish_gcra(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleString *name,
-                       enum rl_lim lim, const struct gcra_result *r)
+                       enum rl_lim lim, int rc, const struct gcra_result *r, const char *err)
 {
+    if (rc != 0) {
+        RedisModule_CloseKey(key);
+        return rl_reply_err(ctx, err);
+    }
     if (r->store) {
         rl_gcra_store(key, r->new_tat);
         RedisModule_Replicate(ctx, "RLIMIT.SETTAT", "sl", name, (long long)r->new_tat);
@@ -79,6 +84,20 @@ static int finish_gcra(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleStri
     const char *kname = RedisModule_StringPtrLen(name, &klen);
     rl_stats_count(lim, kname, klen, !r->limited, r->remaining <= r->limit / 10);
     return reply_gcra(ctx, r);
+}
+
+/* The key opened for writing when it is empty or holds GCRA state (*kind says which); NULL, the
+ * key closed, when it holds anything else (the caller replies WRONGTYPE). */
+static RedisModuleKey *open_gcra_key(RedisModuleCtx *ctx, RedisModuleString *name,
+                                     enum rl_kind *kind)
+{
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE);
+    *kind = rl_key_kind(key);
+    if (*kind != RL_EMPTY && *kind != RL_GCRA) {
+        RedisModule_CloseKey(key);
+        return NULL;
+    }
+    return key;
 }
 
 int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
@@ -95,19 +114,14 @@ int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (gcra_prepare(burst, count, period, quantity, &l, &err) != 0)
         return rl_reply_err(ctx, err);
 
-    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
-    enum rl_kind kind = rl_key_kind(key);
-    if (kind != RL_EMPTY && kind != RL_GCRA) {
-        RedisModule_CloseKey(key);
+    enum rl_kind kind;
+    RedisModuleKey *key = open_gcra_key(ctx, argv[1], &kind);
+    if (key == NULL)
         return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
-    }
     struct gcra_result r;
-    int64_t now = now_ns();
-    if (gcra_step(&l, now, kind == RL_GCRA, kind == RL_GCRA ? rl_gcra_tat(key) : 0, &r, &err)) {
-        RedisModule_CloseKey(key);
-        return rl_reply_err(ctx, err);
-    }
-    return finish_gcra(ctx, key, argv[1], RL_LIM_THROTTLE, &r);
+    int rc = gcra_step(&l, now_ns(), kind == RL_GCRA, kind == RL_GCRA ? rl_gcra_tat(key) : 0, &r,
+                       &err);
+    return finish_gcra(ctx, key, argv[1], RL_LIM_THROTTLE, rc, &r, err);
 }
 
 /* GCRA on the same rlim-gcra state as CL.THROTTLE (one state per key, as in the daemon), with
@@ -125,19 +139,14 @@ int rl_cmd_gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (gcra_redis_parse(argc, args, lens, &a, &err) != 0)
         return rl_reply_err(ctx, err);
 
-    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
-    enum rl_kind kind = rl_key_kind(key);
-    if (kind != RL_EMPTY && kind != RL_GCRA) {
-        RedisModule_CloseKey(key);
+    enum rl_kind kind;
+    RedisModuleKey *key = open_gcra_key(ctx, argv[1], &kind);
+    if (key == NULL)
         return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
-    }
     struct gcra_result r;
-    if (gcra_redis_step(&a, now_ns(), kind == RL_GCRA, kind == RL_GCRA ? rl_gcra_tat(key) : 0,
-                        &r, &err)) {
-        RedisModule_CloseKey(key);
-        return rl_reply_err(ctx, err);
-    }
-    return finish_gcra(ctx, key, argv[1], RL_LIM_GCRA, &r);
+    int rc = gcra_redis_step(&a, now_ns(), kind == RL_GCRA, kind == RL_GCRA ? rl_gcra_tat(key) : 0,
+                             &r, &err);
+    return finish_gcra(ctx, key, argv[1], RL_LIM_GCRA, rc, &r, err);
 }
 
 /* In a cluster, clients route ISALLOWED by its first argument (the user) while the state lives
