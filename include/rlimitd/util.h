@@ -47,6 +47,30 @@ int util_glob_match(const char *pat, size_t plen, const char *s, size_t slen, in
 int64_t util_glob_prepare(const char *pat, size_t plen, char *out);
 int util_glob_match_prepared(const char *pat, size_t plen, const char *s, size_t slen, int nocase);
 
+/* 1 if the n bytes at a and at b are equal: memcmp(a, b, n) == 0 without the call for keys of 4
+ * to 16 bytes (two overlapping loads from each side; nothing outside the n bytes is read). */
+static inline int util_bytes_eq(const void *a, const void *b, size_t n)
+{
+    const unsigned char *x = a, *y = b;
+    if (n >= 8 && n <= 16) {
+        uint64_t x0, y0, x1, y1;
+        __builtin_memcpy(&x0, x, 8);
+        __builtin_memcpy(&y0, y, 8);
+        __builtin_memcpy(&x1, x + n - 8, 8);
+        __builtin_memcpy(&y1, y + n - 8, 8);
+        return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+    }
+    if (n >= 4 && n < 8) {
+        uint32_t x0, y0, x1, y1;
+        __builtin_memcpy(&x0, x, 4);
+        __builtin_memcpy(&y0, y, 4);
+        __builtin_memcpy(&x1, x + n - 4, 4);
+        __builtin_memcpy(&y1, y + n - 4, 4);
+        return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+    }
+    return __builtin_memcmp(x, y, n) == 0;
+}
+
 /* 1 if the len bytes at s equal the NUL-terminated lit, ignoring ASCII case. */
 int util_eq_nocase(const char *s, size_t len, const char *lit);
 

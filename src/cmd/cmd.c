@@ -843,7 +843,7 @@ static void queue(struct cmd_env *env, struct session *s, int idx, int argc, cha
     for (int i = 0; i < nkeys; i++) {
         int a = first + i * step;
         struct ks_key *k = &e->keys[i];
-        if (m->last.len == lens[a] && memcmp(m->last.p, argv[a], lens[a]) == 0) {
+        if (m->last.len == lens[a] && util_bytes_eq(m->last.p, argv[a], lens[a])) {
             *k = m->last;
             k->p = e->argv[a];
         } else {

@@ -23,6 +23,7 @@
 #include "rlimitd/hash.h"
 #include "rlimitd/keyspace.h"
 #include "rlimitd/swlog.h"
+#include "rlimitd/util.h"
 
 #define MIN_SLOTS 16
 #define PAGE 4096u
@@ -207,7 +208,7 @@ static inline int64_t lookup(const struct shard *sh, const struct ks_key *k)
         if (t == tag) {
             const uint8_t *e = slot_entry(sh, i);
             size_t klen = e_klen(e);
-            if (klen == k->len && memcmp(e_key(e, klen), k->p, klen) == 0)
+            if (klen == k->len && util_bytes_eq(e_key(e, klen), k->p, klen))
                 return (int64_t)i;
         }
         i = (i + 1) & mask;

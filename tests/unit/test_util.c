@@ -639,3 +639,28 @@ Test(util, short_int_double_is_strtod)
         cr_assert_eq(memcmp(&d, &want, sizeof(d)), 0, "%s", buf);
     }
 }
+
+/* util_bytes_eq answers memcmp(...) == 0 for every length, a difference at any position, and
+ * unaligned starts. */
+Test(util, bytes_eq_is_memcmp)
+{
+    unsigned char a[64], b[64];
+    for (size_t i = 0; i < sizeof(a); i++)
+        a[i] = (unsigned char)(i * 37 + 11);
+    for (size_t off = 0; off < 3; off++) {
+        for (size_t n = 0; n <= 40; n++) {
+            memcpy(b, a, sizeof(a));
+            cr_expect(util_bytes_eq(a + off, b + off, n), "equal, n %zu", n);
+            for (size_t j = 0; j < n; j++) {
+                b[off + j] ^= 0x80;
+                cr_expect(!util_bytes_eq(a + off, b + off, n), "n %zu, byte %zu differs", n, j);
+                b[off + j] ^= 0x80;
+            }
+            /* Bytes around the n compared do not count. */
+            if (off > 0)
+                b[off - 1] ^= 1;
+            b[off + n] ^= 1;
+            cr_expect(util_bytes_eq(a + off, b + off, n), "outside bytes, n %zu", n);
+        }
+    }
+}
