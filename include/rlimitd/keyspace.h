@@ -169,6 +169,8 @@ struct ks_zref {
     size_t bytes;  /* zs_bytes when opened */
     int mode;
     int temp;      /* a window log's temporary view: freed by close */
+    int changed;   /* set by the handler when it changed the set: WATCH sees a write, as Redis
+                    * signals a key only when a member was added, re-scored or removed */
 };
 
 /* Opens key as a sorted set. The size and member-length hints are for a set created here (see

@@ -215,6 +215,7 @@ static void zadd_generic(struct cmd_ctx *x, unsigned flags, int ch)
                 parse_score(x->argv[a], x->lens[a], &d);
             int rc = zs_add(&ref.z, x->argv[a + 1], x->lens[a + 1], d, flags, &out, &skipped);
             if (rc == ZS_NAN) {
+                ref.changed = added + updated > 0;
                 close_key(x, &ref);
                 reply_error(x->out, ERR_NAN);
                 return;
@@ -225,6 +226,7 @@ static void zadd_generic(struct cmd_ctx *x, unsigned flags, int ch)
             score = out;
         }
     }
+    ref.changed = added + updated > 0;
     close_key(x, &ref);
     if (flags & ZS_INCR) {
         if (processed)
@@ -254,6 +256,7 @@ static void cmd_zincrby(struct cmd_ctx *x)
     double out;
     int skipped;
     int rc = zs_add(&ref.z, x->argv[3], x->lens[3], d, ZS_INCR, &out, &skipped);
+    ref.changed = rc == ZS_ADDED || rc == ZS_UPDATED;
     close_key(x, &ref);
     if (rc == ZS_NAN)
         reply_error(x->out, ERR_NAN);
@@ -271,6 +274,7 @@ static void cmd_zrem(struct cmd_ctx *x)
     int64_t n = 0;
     for (int i = 2; ref.z != NULL && i < x->argc && zs_card(ref.z) > 0; i++)
         n += zs_del(&ref.z, x->argv[i], x->lens[i]);
+    ref.changed = n > 0;
     close_key(x, &ref);
     reply_int(x->out, n);
 }
@@ -546,6 +550,7 @@ static void zrem_range(struct cmd_ctx *x, enum range_type type)
             zs_range_lex(ref.z, &lmin, &lmax, 0, &lo, &hi);
         zs_del_range(&ref.z, lo, hi);
     }
+    ref.changed = hi > lo;
     close_key(x, &ref);
     reply_int(x->out, (int64_t)(hi - lo));
 }
@@ -596,6 +601,7 @@ static void zpop(struct cmd_ctx *x, int max)
         zs_del_range(&ref.z, card - n, card);
     else
         zs_del_range(&ref.z, 0, n);
+    ref.changed = n > 0;
     close_key(x, &ref);
 }
 

@@ -214,8 +214,7 @@ void ks_zset_close(struct keyspace *ks, const struct ks_key *key, struct ks_zref
     if (zs_card(z) == 0) {
         remove_slot(ks, sh, i);
         maybe_shrink(ks, sh);
-    } else {
-        /* WATCH: a write-mode close counts as a write (a no-op Z write too: conservative). */
+    } else if (ref->changed) {
         touch_entry(sh, slot_entry(sh, i));
     }
 }

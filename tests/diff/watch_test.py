@@ -51,6 +51,23 @@ SCENARIOS = {
     "MSET across shards touching a watched key aborts": [
         (0, ["WATCH", "a1", "b2", "c3"]), (1, ["MSET", "x1", "1", "y2", "2", "c3", "3"]),
         (0, ["MULTI"]), (0, ["MGET", "a1", "b2", "c3"]), (0, ["EXEC"])],
+    "a sorted-set write that changes nothing is no write": [
+        (0, ["ZADD", "z", "1", "a", "2", "b"]), (0, ["WATCH", "z"]),
+        (1, ["ZADD", "z", "1", "a"]), (1, ["ZADD", "z", "XX", "5", "nope"]),
+        (1, ["ZADD", "z", "NX", "9", "a"]), (1, ["ZINCRBY", "z", "0", "a"]),
+        (1, ["ZREM", "z", "nope"]), (1, ["ZREMRANGEBYSCORE", "z", "10", "20"]),
+        (1, ["ZREMRANGEBYRANK", "z", "5", "9"]), (1, ["ZREMRANGEBYLEX", "z", "[x", "[y"]),
+        (1, ["ZPOPMIN", "z", "0"]), (0, ["MULTI"]), (0, ["ZCARD", "z"]), (0, ["EXEC"])],
+    "each sorted-set write that changes the set aborts": [
+        (0, ["ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d"]),
+        (0, ["WATCH", "z"]), (1, ["ZADD", "z", "7", "a"]), (0, ["MULTI"]), (0, ["EXEC"]),
+        (0, ["WATCH", "z"]), (1, ["ZINCRBY", "z", "1", "b"]), (0, ["MULTI"]), (0, ["EXEC"]),
+        (0, ["WATCH", "z"]), (1, ["ZREM", "z", "a"]), (0, ["MULTI"]), (0, ["EXEC"]),
+        (0, ["WATCH", "z"]), (1, ["ZREMRANGEBYSCORE", "z", "0", "3"]), (0, ["MULTI"]),
+        (0, ["EXEC"]),
+        (0, ["WATCH", "z"]), (1, ["ZPOPMAX", "z"]), (0, ["MULTI"]), (0, ["EXEC"]),
+        (0, ["WATCH", "z"]), (1, ["ZPOPMIN", "z"]), (0, ["MULTI"]), (0, ["EXEC"]),
+        (0, ["EXISTS", "z"])],
 }
 
 # rlimitd only: limiter commands are writes to their key like any other.
