@@ -100,48 +100,8 @@ BG_PID=""
 
 # ---- servers -------------------------------------------------------------------------------
 
-# Whether anything uses loopback port $1: ss if there is one, else a connection attempt.
-port_used() {
-    if command -v ss >/dev/null; then
-        [ -n "$(ss -Htan "sport = :$1" 2>/dev/null)" ]
-    else
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-    fi
-}
-
-# A loopback port > 20000 nobody listens on. rlimitd binds with SO_REUSEPORT, so a port that
-# another rlimitd holds would not fail to bind: it would be shared. Hence the explicit check.
-free_port() {
-    local p i
-    for i in $(seq 1 100); do
-        p=$((20001 + (RANDOM * 32768 + RANDOM) % 40000))
-        if ! port_used "$p"; then
-            echo "$p"
-            return 0
-        fi
-    done
-    echo "compare.sh: no free port found" >&2
-    return 1
-}
-
-# Waits until PING answers on port $1 (at most $2 seconds); prints the seconds waited.
-wait_ping() {
-    local port=$1 limit=$2 t0 now
-    t0=$(date +%s.%N)
-    while :; do
-        if [ "$(redis-cli -p "$port" PING 2>/dev/null)" = "PONG" ]; then
-            now=$(date +%s.%N)
-            awk -v a="$t0" -v b="$now" 'BEGIN { printf "%.3f\n", b - a }'
-            return 0
-        fi
-        now=$(date +%s.%N)
-        if awk -v a="$t0" -v b="$now" -v l="$limit" 'BEGIN { exit !(b - a > l) }'; then
-            echo "compare.sh: no PONG on port $port after $limit s" >&2
-            return 1
-        fi
-        sleep 0.02
-    done
-}
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 
 # Starts rlimitd with $1 threads in directory $2; sets RL_PID and RL_PORT.
 start_rlimitd() {
@@ -152,23 +112,6 @@ start_rlimitd() {
         --threads "$threads" --save-interval 0 --dir "$dir" --logfile "$dir/rlimitd.log" &
     RL_PID=$!
     wait_ping "$RL_PORT" 120 >/dev/null
-}
-
-# Stops the process $1 listening on $2: SHUTDOWN NOSAVE, then TERM, then KILL.
-stop_server() {
-    local pid=$1 port=$2 i
-    [ -n "$pid" ] || return 0
-    redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
-    for i in $(seq 1 100); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        sleep 1
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
 }
 
 stop_rlimitd() {
@@ -211,11 +154,6 @@ info_field() { # port section field
     redis-cli -p "$1" INFO "$2" | tr -d '\r' | awk -F: -v f="$3" '$1 == f { print $2 }'
 }
 
-rss_bytes() { # in bash arithmetic: awk would print big numbers as 3.3e+09
-    local kb
-    kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$1/status")
-    echo $((kb * 1024))
-}
 
 # ---- 1. throughput -------------------------------------------------------------------------
 

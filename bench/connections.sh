@@ -59,18 +59,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 
 wait_ready() {
-    local i
-    for i in $(seq 1 100); do
-        redis-cli -p "$1" PING 2>/dev/null | grep -q PONG && return 0
-        sleep 0.1
-    done
-    echo "connections.sh: server on port $1 did not start" >&2
-    exit 1
+    wait_ping "$1" 10 >/dev/null || exit 1
 }
 
 # start_rlimitd BIN -> sets PORT, PID
@@ -128,11 +121,6 @@ both "redis-server $(redis-server --version | sed -n 's/.*v=\([0-9.]*\).*/\1/p')
 echo
 
 [ -n "$OLD" ] || exit 0
-
-# cpu_ticks PID: utime+stime of every thread of the process, in clock ticks.
-cpu_ticks() {
-    awk '{ print $14 + $15 }' "/proc/$1/stat"
-}
 
 # cpu_per_req BIN PIPELINE -> microseconds of server CPU per request
 cpu_per_req() {

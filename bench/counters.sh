@@ -47,14 +47,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# Server CPU in clock ticks: utime + stime (fields 14, 15 after the command name).
-cpu_ticks() {
-    sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'
-}
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 
 echo "building this tree and $BASE (release) ..."
 if [ ! -f "$ROOT/build-bench/build.ninja" ]; then

@@ -86,37 +86,8 @@ WORK=$(mktemp -d /tmp/rlimitd-zset-bench.XXXXXX)
 PID=""
 PORT=""
 
-port_used() {
-    if command -v ss >/dev/null; then
-        [ -n "$(ss -Htan "sport = :$1" 2>/dev/null)" ]
-    else
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-    fi
-}
-
-# A loopback port > 20000 nobody uses (rlimitd binds with SO_REUSEPORT: check, do not assume).
-free_port() {
-    local p
-    for _ in $(seq 1 100); do
-        p=$((20001 + (RANDOM * 32768 + RANDOM) % 40000))
-        if ! port_used "$p"; then
-            echo "$p"
-            return 0
-        fi
-    done
-    echo "zset.sh: no free port found" >&2
-    return 1
-}
-
-wait_ping() { # port seconds
-    local i
-    for i in $(seq 1 $(($2 * 50))); do
-        [ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ] && return 0
-        sleep 0.02
-    done
-    echo "zset.sh: no PONG on port $1 after $2 s" >&2
-    return 1
-}
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 
 # start rlimitd|redis: a fresh server in a fresh directory; sets PID and PORT.
 start() {
@@ -134,18 +105,11 @@ start() {
             --logfile "$dir/server.log" --daemonize no &
     fi
     PID=$!
-    wait_ping "$PORT" 60
+    wait_ping "$PORT" 60 >/dev/null
 }
 
 stop() {
-    [ -n "$PID" ] || return 0
-    redis-cli -p "$PORT" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
-    for _ in $(seq 1 100); do
-        kill -0 "$PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -KILL "$PID" 2>/dev/null || true
-    wait "$PID" 2>/dev/null || true
+    stop_server "$PID" "$PORT"
     PID=""
 }
 
@@ -160,9 +124,6 @@ info_field() { # port section field
     redis-cli -p "$1" INFO "$2" | tr -d '\r' | awk -F: -v f="$3" '$1 == f { print $2 }'
 }
 
-rss_bytes() {
-    echo $(($(awk '/^VmRSS:/ { print $2 }' "/proc/$1/status") * 1024))
-}
 
 ratio() { # a / b with two decimals, n/a unless both are numbers
     awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0)
