@@ -498,13 +498,16 @@ static uint64_t entry_hash(const struct keyspace *ks, const uint8_t *e)
 /* Types whose value field points to a heap block (or structure) of the shard. */
 static int has_blob(enum ks_type t)
 {
-    return t == KS_RAW || t == KS_SWLOG || t == KS_ZSET || t == KS_HASH;
+    return t == KS_RAW || t == KS_SWLOG || t == KS_ZSET || t == KS_HASH || t == KS_LIST;
 }
 
 /* Bytes a blob accounts for in the shard's memory. */
 static size_t blob_bytes(enum ks_type t, void *p)
 {
-    return t == KS_HASH ? hv_bytes(p) : t == KS_ZSET ? zs_bytes(p) : malloc_usable_size(p);
+    return t == KS_HASH   ? hv_bytes(p)
+           : t == KS_LIST ? lv_bytes(p)
+           : t == KS_ZSET ? zs_bytes(p)
+                          : malloc_usable_size(p);
 }
 
 /* ---- Watched keys ----
@@ -545,7 +548,7 @@ static inline void touch_entry(struct shard *sh, const uint8_t *e)
 static void free_value(struct shard *sh, uint8_t *e)
 {
     enum ks_type t = e_type(e);
-    if (e_ptr(e) == NULL && (t == KS_ZSET || t == KS_HASH))
+    if (e_ptr(e) == NULL && (t == KS_ZSET || t == KS_HASH || t == KS_LIST))
         return; /* moved away by a rename */
     if (t == KS_ZSET) {
         struct zset *z = e_ptr(e);
@@ -555,6 +558,10 @@ static void free_value(struct shard *sh, uint8_t *e)
     } else if (t == KS_HASH) {
         mem_add_n(sh, -(int64_t)hv_bytes(e_ptr(e)));
         hv_free(e_ptr(e));
+        e_set_ptr(e, NULL);
+    } else if (t == KS_LIST) {
+        mem_add_n(sh, -(int64_t)lv_bytes(e_ptr(e)));
+        lv_free(e_ptr(e));
         e_set_ptr(e, NULL);
     } else if (has_blob(t)) {
         shard_free(sh, e_ptr(e));
@@ -1339,6 +1346,9 @@ enum ks_type ks_get(struct keyspace *ks, const struct ks_key *key, int64_t now, 
         case KS_HASH:
             v->i = (int64_t)hv_count(e_ptr(e));
             break;
+        case KS_LIST:
+            v->i = (int64_t)lv_count(e_ptr(e));
+            break;
         case KS_SWLOG:
             v->i = (e[E_FLAGS] & F_CRING) ? ((const struct cring *)e_ptr(e))->len
                                           : ((const struct swlog *)e_ptr(e))->len;
@@ -1625,6 +1635,55 @@ void ks_hash_close(struct keyspace *ks, const struct ks_key *key, struct ks_href
     r->h = NULL;
 }
 
+int ks_list_open(struct keyspace *ks, const struct ks_key *key, int64_t now, int mode,
+                 struct ks_lref *r)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    r->slot = i;
+    r->l = NULL;
+    r->bytes = 0;
+    if (i >= 0) {
+        uint8_t *e = slot_entry(sh, (uint64_t)i);
+        if (e_type(e) != KS_LIST)
+            return KS_WRONGTYPE;
+        r->l = e_ptr(e);
+        r->bytes = lv_bytes(r->l);
+    } else if (mode == KS_H_CREATE) {
+        if (over_maxmemory(ks))
+            return KS_OOM;
+        r->l = lv_new();
+    }
+    return KS_OK;
+}
+
+void ks_list_close(struct keyspace *ks, const struct ks_key *key, struct ks_lref *r, int changed)
+{
+    struct shard *sh = shard_of(ks, key);
+    if (r->slot < 0) {
+        if (r->l == NULL)
+            return;
+        if (lv_count(r->l) == 0) {
+            lv_free(r->l);
+        } else {
+            uint64_t i = insert(ks, sh, key, KS_LIST, 0);
+            e_set_ptr(slot_entry(sh, i), r->l);
+            mem_add_n(sh, (int64_t)lv_bytes(r->l));
+        }
+    } else {
+        uint8_t *e = slot_entry(sh, (uint64_t)r->slot);
+        e_set_ptr(e, r->l);
+        mem_add_n(sh, (int64_t)lv_bytes(r->l) - (int64_t)r->bytes);
+        if (lv_count(r->l) == 0) {
+            remove_slot(ks, sh, (uint64_t)r->slot);
+            maybe_shrink(ks, sh);
+        } else if (changed) {
+            touch_entry(sh, e);
+        }
+    }
+    r->l = NULL;
+}
+
 static uint64_t rev64(uint64_t v)
 {
     v = ((v >> 1) & 0x5555555555555555ULL) | ((v & 0x5555555555555555ULL) << 1);
@@ -1788,6 +1847,8 @@ int ks_dump_slice(struct keyspace *ks, unsigned shard, int64_t now, uint64_t max
             r.zs = e_ptr(e);
         } else if (r.type == KS_HASH) {
             r.hv = e_ptr(e);
+        } else if (r.type == KS_LIST) {
+            r.lv = e_ptr(e);
         } else {
             r.log = (e[E_FLAGS] & F_CRING) ? cring_load(e_ptr(e), &logbuf) : e_ptr(e);
         }
@@ -1842,6 +1903,8 @@ static int record_invalid(const struct ks_record *r)
 {
     if (r->type == KS_HASH)
         return r->hv == NULL || hv_count(r->hv) == 0;
+    if (r->type == KS_LIST)
+        return r->lv == NULL || lv_count(r->lv) == 0;
     if (r->type < KS_GCRA || r->type > KS_ZSET)
         return 1;
     if (r->type == KS_ZSET)
@@ -1894,6 +1957,12 @@ static void set_restored_value(struct shard *sh, uint8_t *e, const struct ks_rec
         struct hashval *h = hv_clone(r->hv);
         e_set_ptr(e, h);
         mem_add_n(sh, (int64_t)hv_bytes(h));
+        break;
+    }
+    case KS_LIST: {
+        struct listval *l = lv_clone(r->lv);
+        e_set_ptr(e, l);
+        mem_add_n(sh, (int64_t)lv_bytes(l));
         break;
     }
     default:
@@ -2150,6 +2219,8 @@ const char *ks_type_name(enum ks_type t)
         return "zset";
     case KS_HASH:
         return "hash";
+    case KS_LIST:
+        return "list";
     default:
         return "string";
     }
