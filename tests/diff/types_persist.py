@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Every value type of issue 17 survives a snapshot and a restart: strings, counters, hashes
-(packed and table-encoded, with and without TTL), next to limiter state. The daemon saves, is
+(packed and table-encoded, with and without TTL), lists (one block, a deque of blocks, with a
+TTL, binary and integer-looking elements), next to limiter state. The daemon saves, is
 killed with SIGKILL, restarts on the same directory, and must answer the same reads. Also checks
-that --check-snapshot accepts the file and counts the hashes. Prints "N passed, N failed";
+that --check-snapshot accepts the file and counts the hashes and lists. Prints "N passed, N failed";
 exits 1 on any failure."""
 import os
 import shutil
@@ -19,13 +20,16 @@ def reads(c):
     """The replies that must be the same after the restart (hash pairs sorted: a table's order
     may change when it is rebuilt)."""
     out = {}
-    for k in ["s", "n", "f", "hs", "hbig", "hlong", "httl", "gone"]:
+    for k in ["s", "n", "f", "hs", "hbig", "hlong", "httl", "gone", "lw", "lbig", "lttl", "lbin"]:
         out["TYPE " + k] = flat(c.run([["TYPE", k]])[0])
         t = out["TYPE " + k]
         if t == b"+hash\r\n":
             pairs = c.run([["HGETALL", k]])[0]
             out["HGETALL " + k] = sorted(zip(pairs[0::2], pairs[1::2]))
             out["HLEN " + k] = flat(c.run([["HLEN", k]])[0])
+        elif t == b"+list\r\n":
+            out["LRANGE " + k] = flat(c.run([["LRANGE", k, "0", "-1"]])[0])
+            out["LINDEX -1 " + k] = flat(c.run([["LINDEX", k, "-1"]])[0])
         elif t == b"+string\r\n":
             out["GET " + k] = flat(c.run([["GET", k]])[0])
         ttl = c.run([["TTL", k]])[0]
@@ -52,7 +56,16 @@ def main():
                ["HSET", "hlong", "f", "x" * 300],
                ["HSET", "httl", "a", "1"], ["EXPIRE", "httl", "100000"],
                ["CL.THROTTLE", "lim", "5", "10", "60"],
-               ["SET", "gone", "x", "PX", "1"]])
+               ["SET", "gone", "x", "PX", "1"],
+               ["RPUSH", "lttl", "a", "b"], ["EXPIRE", "lttl", "100000"],
+               ["RPUSH", "lbin", "", "\x00\r\n\xff", "007", "-0", "9223372036854775807",
+                "-9223372036854775808", "9223372036854775808", "x" * 5000, "y" * 239, "12"]])
+        for i in range(12):  # the moving-window recipe: ten 13-digit timestamps
+            c.run([["LPUSH", "lw", str(1700000000000 + i)], ["LTRIM", "lw", "0", "9"]])
+        for i in range(0, 20000, 500):
+            c.run([["RPUSH", "lbig"] + ["e%d" % j for j in range(i, i + 500)]])
+        c.run([["LPUSH", "lbig", "head"], ["LSET", "lbig", "7000", "mid"],
+               ["LINSERT", "lbig", "BEFORE", "e9000", "ins"]])
         for i in range(0, 1000, 100):
             args = ["HSET", "hbig"]
             for j in range(i, i + 100):
@@ -66,7 +79,7 @@ def main():
         p.wait()
         check = subprocess.run([rbin, "--check-snapshot", os.path.join(tmp, "rlimitd.snap")],
                                capture_output=True, text=True)
-        if check.returncode == 0 and "hashes 4)" in check.stdout:
+        if check.returncode == 0 and "hashes 4, lists 4)" in check.stdout:
             passed += 1
         else:
             failed += 1
