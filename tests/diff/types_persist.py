@@ -35,6 +35,15 @@ def reads(c):
         ttl = c.run([["TTL", k]])[0]
         out["has TTL " + k] = int(ttl[1:-2]) > 0
     out["small hash order"] = flat(c.run([["HKEYS", "hs"]])[0])
+    # SCAN TYPE list, the whole iteration: exactly the list keys.
+    cursor, found = b"0", []
+    while True:
+        r = c.run([["SCAN", cursor, "TYPE", "list", "COUNT", "7"]])[0]
+        cursor = r[0].split(b"\r\n")[1]
+        found += [flat(x) for x in r[1]]
+        if cursor == b"0":
+            break
+    out["SCAN TYPE list"] = sorted(found)
     return out
 
 
@@ -72,6 +81,12 @@ def main():
                 args += ["field%d" % j, "value%d" % j]
             c.run([args])
         before = reads(c)
+        want = sorted(b"$%d\r\n%s\r\n" % (len(k), k) for k in (b"lw", b"lbig", b"lttl", b"lbin"))
+        if before["SCAN TYPE list"] == want:
+            passed += 1
+        else:
+            failed += 1
+            print("FAIL: SCAN TYPE list gave %r" % before["SCAN TYPE list"])
         if flat(c.run([["SAVE"]])[0]) != b"+OK\r\n":
             print("FAIL: SAVE")
             return 1
