@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""types_bench.py - hashes (and lists, once rlimitd has them) against Redis in one run (issue 17).
-Driven by bench/types.sh; prints a Markdown table.
+"""types_bench.py - hashes and lists against Redis in one run (issue 17). Driven by
+bench/types.sh; prints a Markdown table per workload and round.
 
-For each server in turn, a fresh process on a free port (rlimitd with 1 I/O thread, redis-server
-with persistence off):
-  memory: KEYS token-bucket hashes (HSET k tokens <n> ts <13-digit ms>), used_memory growth per
-          key (INFO memory), target rlimitd <= 0.5x Redis;
-  CPU:    REQS requests of HMGET k tokens ts + HSET k tokens <n> ts <ms> over those keys at
-          pipeline 16: server CPU (utime+stime of the server process, all threads, from
-          /proc/PID/stat) per request pair, target rlimitd <= 0.7x Redis. The client is Python:
-          throughput is the client's, CPU per request is the server's and is what counts.
+For each workload and round, each server in turn, a fresh process on a free port (rlimitd with 1
+I/O thread, redis-server with persistence off):
+  hash:   KEYS token-bucket hashes (HSET k tokens <n> ts <13-digit ms>), used_memory growth per
+          key (INFO memory); then REQS requests of HMGET k tokens ts + HSET k tokens <n> ts <ms>
+          over those keys at pipeline 16;
+  list:   KEYS moving-window lists (ten 13-digit timestamps each, LPUSH then LTRIM 0 9), used
+          memory growth per key; then REQS requests of LPUSH k <ms> + LTRIM k 0 9 at pipeline 16.
+Targets: rlimitd <= 0.5x Redis's bytes per key, <= 0.7x its server CPU per request pair. Server
+CPU is utime+stime of the server process, all threads, from /proc/PID/stat. The client is
+Python: throughput is the client's, CPU per request is the server's and is what counts.
 """
 import os
 import random
@@ -47,7 +49,33 @@ def blast(port, cmds, depth):
         c.run(cmds[i:i + depth])
 
 
-def measure(name, argv, port, keys, reqs):
+def fill_hash(k, now):
+    return [["HSET", "tb:%d" % k, "tokens", str(k % 100), "ts", str(now + k)]]
+
+
+def pair_hash(rnd, keys, now):
+    k = "tb:%d" % rnd.randrange(keys)
+    return [["HMGET", k, "tokens", "ts"],
+            ["HSET", k, "tokens", str(rnd.randrange(100)), "ts", str(now)]]
+
+
+def fill_list(k, now):
+    return [["RPUSH", "mw:%d" % k] + [str(now - 10 * k - j) for j in range(10)]]
+
+
+def pair_list(rnd, keys, now):
+    k = "mw:%d" % rnd.randrange(keys)
+    return [["LPUSH", k, str(now + rnd.randrange(1000))], ["LTRIM", k, "0", "9"]]
+
+
+WORKLOADS = {
+    "hash": ("token-bucket hash (2 fields)", "HMGET+HSET", fill_hash, pair_hash),
+    "list": ("moving-window list (10 timestamps of 13 digits)", "LPUSH+LTRIM", fill_list,
+             pair_list),
+}
+
+
+def measure(argv, port, keys, reqs, fill, pair):
     p = start(argv, port)
     try:
         c = Conn(port)
@@ -55,8 +83,8 @@ def measure(name, argv, port, keys, reqs):
         now = int(time.time() * 1000)
         batch = []
         for k in range(keys):
-            batch.append(["HSET", "tb:%d" % k, "tokens", str(k % 100), "ts", str(now + k)])
-            if len(batch) == 1000:
+            batch += fill(k, now)
+            if len(batch) >= 1000:
                 c.run(batch)
                 batch = []
         if batch:
@@ -65,9 +93,7 @@ def measure(name, argv, port, keys, reqs):
         rnd = random.Random(1)
         cmds = []
         for _ in range(reqs):
-            k = "tb:%d" % rnd.randrange(keys)
-            cmds.append(["HMGET", k, "tokens", "ts"])
-            cmds.append(["HSET", k, "tokens", str(rnd.randrange(100)), "ts", str(now)])
+            cmds += pair(rnd, keys, now)
         c0 = cpu_seconds(p.pid)
         t0 = time.monotonic()
         blast(port, cmds, 16)
@@ -83,20 +109,27 @@ def main():
     rbin = sys.argv[1]
     keys = int(sys.argv[2]) if len(sys.argv) > 2 else 1000000
     reqs = int(sys.argv[3]) if len(sys.argv) > 3 else 200000
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    which = sys.argv[5].split(",") if len(sys.argv) > 5 else list(WORKLOADS)
     tmp = tempfile.mkdtemp(prefix="types-bench.")
-    rp, op = free_port(), free_port()
-    r = measure("rlimitd", [rbin, "--port", str(rp), "--bind", "127.0.0.1", "--dir", tmp,
-                            "--save-interval", "0", "--threads", "1"], rp, keys, reqs)
-    o = measure("redis", ["redis-server", "--port", str(op), "--bind", "127.0.0.1", "--save", "",
-                          "--appendonly", "no", "--dir", tmp], op, keys, reqs)
-    print("| token-bucket hash (2 fields), %d keys | rlimitd | redis-server 7.0 | ratio | target |"
-          % keys)
-    print("|---|---|---|---|---|")
-    print("| used_memory per key (bytes) | %.1f | %.1f | %.2f | <= 0.5 |"
-          % (r["mem"], o["mem"], r["mem"] / o["mem"]))
-    print("| server CPU per HMGET+HSET (us), pipeline 16 | %.2f | %.2f | %.2f | <= 0.7 |"
-          % (r["cpu_us"], o["cpu_us"], r["cpu_us"] / o["cpu_us"]))
-    print("| HMGET+HSET pairs/s (Python client bound) | %.0f | %.0f | | |" % (r["rate"], o["rate"]))
+    for w in which:
+        title, pair_name, fill, pair = WORKLOADS[w]
+        print("| %s, %d keys | round | rlimitd | redis-server 7.0 | ratio | target |" % (title, keys))
+        print("|---|---|---|---|---|---|")
+        for rnd in range(1, rounds + 1):
+            rp, op = free_port(), free_port()
+            r = measure([rbin, "--port", str(rp), "--bind", "127.0.0.1", "--dir", tmp,
+                         "--save-interval", "0", "--threads", "1"], rp, keys, reqs, fill, pair)
+            o = measure(["redis-server", "--port", str(op), "--bind", "127.0.0.1", "--save", "",
+                         "--appendonly", "no", "--dir", tmp], op, keys, reqs, fill, pair)
+            print("| used_memory per key (bytes) | %d | %.1f | %.1f | %.2f | <= 0.5 |"
+                  % (rnd, r["mem"], o["mem"], r["mem"] / o["mem"]))
+            print("| server CPU per %s (us), pipeline 16 | %d | %.2f | %.2f | %.2f | <= 0.7 |"
+                  % (pair_name, rnd, r["cpu_us"], o["cpu_us"], r["cpu_us"] / o["cpu_us"]))
+            print("| %s pairs/s (Python client bound) | %d | %.0f | %.0f | | |"
+                  % (pair_name, rnd, r["rate"], o["rate"]))
+            sys.stdout.flush()
+        print()
     return 0
 
 

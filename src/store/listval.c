@@ -10,16 +10,20 @@
 
 /* Common head. A node (one block) uses all of it; a big list only `big`. */
 struct listval {
-    uint32_t used;  /* node: bytes of encoded elements */
-    uint16_t count; /* node: elements (<= LV_NODE_MAX_COUNT) */
+    uint16_t used; /* node: bytes of encoded elements; USED_WIDE: see used_of */
+    uint8_t count; /* node: elements (<= LV_NODE_MAX_COUNT) */
     uint8_t big;
-    uint8_t pad_;
 };
 
-/* One block: the head, then the elements back to back. Each element is a tag byte, then:
- *   0x00..0xEF  a string of that many bytes, the bytes;
- *   0xF0..0xF7  a canonical decimal int64, as (tag - 0xEF) little-endian two's complement bytes;
+/* One block: the 4-byte head, then the elements back to back. Each element is a tag byte, then:
+ *   0x00..0xBF  a string of that many bytes, the bytes;
+ *   0xC0..0xDF  a canonical decimal integer of 41 to 45 bits (13-digit millisecond timestamps):
+ *               its low 40 bits as 5 little-endian bytes, bits 40..44 in the tag's low 5 bits;
+ *   0xE0..0xE7  any other canonical decimal int64, as (tag - 0xDF) little-endian two's
+ *               complement bytes, the fewest that hold it;
  *   0xF8        a string, its length as 4 little-endian bytes, the bytes.
+ * A node holds at most LV_NODE_MAX_BYTES of elements unless it holds one element only, so only
+ * such a node can exceed the 16-bit `used`: it stores USED_WIDE and used_of measures the element.
  * Capacity is what malloc gave (malloc_usable_size). */
 struct node {
     struct listval h;
@@ -35,9 +39,11 @@ struct big {
     size_t bytes;  /* malloc_usable_size of v and of every node: lv_bytes stays O(1) */
 };
 
-#define TAG_STR_MAX 0xEFu
-#define TAG_INT 0xF0u
+#define TAG_STR_MAX 0xBFu
+#define TAG_INT45 0xC0u
+#define TAG_INT 0xE0u
 #define TAG_STR32 0xF8u
+#define USED_WIDE 0xFFFFu
 
 #define B(l) ((struct big *)(l))
 #define CB(l) ((const struct big *)(l))
@@ -95,9 +101,14 @@ static void enc_init(struct enc *x, const char *s, size_t len)
         while (n < 8 && !(v >= -(INT64_C(1) << (8 * n - 1)) && v < (INT64_C(1) << (8 * n - 1))))
             n++;
         uint64_t u = (uint64_t)v;
+        if (n == 6 && v >= -(INT64_C(1) << 44) && v < (INT64_C(1) << 44)) {
+            x->hdr[0] = (unsigned char)(TAG_INT45 | ((u >> 40) & 0x1f));
+            n = 5;
+        } else {
+            x->hdr[0] = (unsigned char)(TAG_INT + n - 1);
+        }
         for (unsigned i = 0; i < n; i++)
             x->ib[i] = (unsigned char)(u >> (8 * i));
-        x->hdr[0] = (unsigned char)(TAG_INT + n - 1);
         x->hlen = 1;
         x->p = x->ib;
         x->plen = n;
@@ -128,13 +139,23 @@ static size_t rd32(const unsigned char *d)
     return (size_t)d[0] | (size_t)d[1] << 8 | (size_t)d[2] << 16 | (size_t)d[3] << 24;
 }
 
-static int64_t rd_int(const unsigned char *d, unsigned n)
+/* The integer of an element whose tag t is TAG_INT45.. or TAG_INT..; d is the tag. */
+static int64_t rd_int(const unsigned char *d)
 {
+    unsigned t = d[0], n, bits;
     uint64_t u = 0;
+    if (t < TAG_INT) {
+        n = 5;
+        bits = 45;
+        u = (uint64_t)(t & 0x1f) << 40;
+    } else {
+        n = t - TAG_INT + 1;
+        bits = 8 * n;
+    }
     for (unsigned i = 0; i < n; i++)
-        u |= (uint64_t)d[i] << (8 * i);
-    if (n < 8 && (u >> (8 * n - 1)) & 1)
-        u |= ~UINT64_C(0) << (8 * n);
+        u |= (uint64_t)d[1 + i] << (8 * i);
+    if (bits < 64 && (u >> (bits - 1)) & 1)
+        u |= ~UINT64_C(0) << bits;
     return (int64_t)u;
 }
 
@@ -143,8 +164,10 @@ static size_t elem_size(const unsigned char *d)
     unsigned t = d[0];
     if (t <= TAG_STR_MAX)
         return 1 + t;
+    if (t < TAG_INT)
+        return 6;
     if (t < TAG_STR32)
-        return 1 + (t - TAG_STR_MAX);
+        return 1 + (t - TAG_INT + 1);
     return 5 + rd32(d + 1);
 }
 
@@ -157,10 +180,9 @@ static size_t elem_read(const unsigned char *d, struct lv_elem *e)
         return 1 + t;
     }
     if (t < TAG_STR32) {
-        unsigned n = t - TAG_STR_MAX;
-        e->len = util_fmt_i64(e->buf, rd_int(d + 1, n));
+        e->len = util_fmt_i64(e->buf, rd_int(d));
         e->p = e->buf;
-        return 1 + n;
+        return elem_size(d);
     }
     e->len = rd32(d + 1);
     e->p = (const char *)d + 5;
@@ -186,8 +208,8 @@ static void needle_init(struct needle *nd, const char *s, size_t len)
 static int elem_match(const unsigned char *d, const struct needle *nd)
 {
     unsigned t = d[0];
-    if (t >= TAG_INT && t < TAG_STR32)
-        return nd->isint && rd_int(d + 1, t - TAG_STR_MAX) == nd->v;
+    if (t > TAG_STR_MAX && t < TAG_STR32)
+        return nd->isint && rd_int(d) == nd->v;
     if (nd->isint)
         return 0;
     if (t <= TAG_STR_MAX)
@@ -205,6 +227,18 @@ int lv_elem_eq(const struct lv_elem *e, const char *s, size_t len)
 static size_t usable(const void *p)
 {
     return malloc_usable_size((void *)p);
+}
+
+static size_t elem_size(const unsigned char *d);
+
+static size_t used_of(const struct node *n)
+{
+    return n->h.used != USED_WIDE ? n->h.used : elem_size(n->data);
+}
+
+static void set_used(struct node *n, size_t used)
+{
+    n->h.used = (uint16_t)(used < USED_WIDE ? used : USED_WIDE);
 }
 
 static size_t node_room(const struct node *n)
@@ -231,14 +265,14 @@ static size_t node_offset(const struct node *n, size_t w)
 static int node_fits(const struct node *n, size_t esz)
 {
     return n->h.count == 0 ||
-           (n->h.count < LV_NODE_MAX_COUNT && n->h.used + esz <= LV_NODE_MAX_BYTES);
+           (n->h.count < LV_NODE_MAX_COUNT && used_of(n) + esz <= LV_NODE_MAX_BYTES);
 }
 
 /* Writes x at byte offset off of *np (an element boundary). *bytes tracks the block's size. */
 static void node_put(struct node **np, size_t off, const struct enc *x, size_t *bytes)
 {
     struct node *n = *np;
-    size_t need = n->h.used + x->size;
+    size_t used = used_of(n), need = used + x->size;
     if (need > node_room(n)) {
         size_t before = usable(n);
         /* Exact for small blocks (a short list stays in its malloc size class); a quarter more
@@ -248,9 +282,9 @@ static void node_put(struct node **np, size_t off, const struct enc *x, size_t *
         *bytes = *bytes - before + usable(n);
         *np = n;
     }
-    memmove(n->data + off + x->size, n->data + off, n->h.used - off);
+    memmove(n->data + off + x->size, n->data + off, used - off);
     enc_write(n->data + off, x);
-    n->h.used = (uint32_t)need;
+    set_used(n, need);
     n->h.count++;
 }
 
@@ -258,9 +292,10 @@ static void node_put(struct node **np, size_t off, const struct enc *x, size_t *
 static void node_shrink(struct node **np, size_t *bytes)
 {
     struct node *n = *np;
-    if (node_room(n) > 2 * (size_t)n->h.used + 128) {
+    size_t used = used_of(n);
+    if (node_room(n) > 2 * used + 128) {
         size_t before = usable(n);
-        n = xrealloc(n, sizeof(*n) + n->h.used);
+        n = xrealloc(n, sizeof(*n) + used);
         *bytes = *bytes - before + usable(n);
         *np = n;
     }
@@ -270,12 +305,12 @@ static void node_shrink(struct node **np, size_t *bytes)
 static void node_cut(struct node **np, size_t w, size_t k, size_t *bytes)
 {
     struct node *n = *np;
-    size_t off = node_offset(n, w), end = off;
+    size_t used = used_of(n), off = node_offset(n, w), end = off;
     for (size_t i = 0; i < k; i++)
         end += elem_size(n->data + end);
-    memmove(n->data + off, n->data + end, n->h.used - end);
-    n->h.used -= (uint32_t)(end - off);
-    n->h.count = (uint16_t)(n->h.count - k);
+    memmove(n->data + off, n->data + end, used - end);
+    set_used(n, used - (end - off));
+    n->h.count = (uint8_t)(n->h.count - k);
     node_shrink(np, bytes);
 }
 
@@ -283,7 +318,7 @@ static struct node *node_with(const struct enc *x)
 {
     struct node *n = node_alloc(x->size);
     enc_write(n->data, x);
-    n->h.used = (uint32_t)x->size;
+    set_used(n, x->size);
     n->h.count = 1;
     return n;
 }
@@ -401,20 +436,20 @@ static int big_merge(struct big *b, size_t k)
     if (k + 1 >= b->n)
         return 0;
     struct node **np = &b->v[b->head + k], *m = b->v[b->head + k + 1];
-    if ((*np)->h.count + m->h.count > LV_NODE_MAX_COUNT ||
-        (*np)->h.used + m->h.used > LV_NODE_MAX_BYTES)
+    size_t nu = used_of(*np), mu = used_of(m);
+    if ((*np)->h.count + m->h.count > LV_NODE_MAX_COUNT || nu + mu > LV_NODE_MAX_BYTES)
         return 0;
     struct node *n = *np;
-    size_t need = n->h.used + m->h.used;
+    size_t need = nu + mu;
     if (need > node_room(n)) {
         size_t before = usable(n);
         n = xrealloc(n, sizeof(*n) + need);
         b->bytes = b->bytes - before + usable(n);
         *np = n;
     }
-    memcpy(n->data + n->h.used, m->data, m->h.used);
-    n->h.used = (uint32_t)need;
-    n->h.count = (uint16_t)(n->h.count + m->h.count);
+    memcpy(n->data + nu, m->data, mu);
+    set_used(n, need);
+    n->h.count = (uint8_t)(n->h.count + m->h.count);
     b->bytes -= usable(m);
     free(m);
     big_drop_slots(b, k + 1, 1);
@@ -429,16 +464,19 @@ static void maybe_pack(struct listval **lp)
         return;
     size_t used = 0;
     for (size_t k = 0; k < b->n; k++)
-        used += b->v[b->head + k]->h.used;
+        used += used_of(b->v[b->head + k]);
     if (used > LV_NODE_MAX_BYTES / 2 && b->count > 1)
         return;
     struct node *n = node_alloc(used);
+    size_t at = 0;
     for (size_t k = 0; k < b->n; k++) {
         struct node *m = b->v[b->head + k];
-        memcpy(n->data + n->h.used, m->data, m->h.used);
-        n->h.used += m->h.used;
-        n->h.count = (uint16_t)(n->h.count + m->h.count);
+        size_t mu = used_of(m);
+        memcpy(n->data + at, m->data, mu);
+        at += mu;
+        n->h.count = (uint8_t)(n->h.count + m->h.count);
     }
+    set_used(n, at);
     lv_free(*lp);
     *lp = &n->h;
 }
@@ -447,13 +485,13 @@ static void maybe_pack(struct listval **lp)
 static void big_split(struct big *b, size_t k, size_t w)
 {
     struct node *n = b->v[b->head + k];
-    size_t off = node_offset(n, w), rest = n->h.used - off;
+    size_t off = node_offset(n, w), rest = used_of(n) - off;
     struct node *m = node_alloc(rest);
     memcpy(m->data, n->data + off, rest);
-    m->h.used = (uint32_t)rest;
-    m->h.count = (uint16_t)(n->h.count - w);
-    n->h.used = (uint32_t)off;
-    n->h.count = (uint16_t)w;
+    set_used(m, rest);
+    m->h.count = (uint8_t)(n->h.count - w);
+    set_used(n, off);
+    n->h.count = (uint8_t)w;
     b->bytes += usable(m);
     big_open_slot(b, k + 1);
     b->v[b->head + k + 1] = m;
@@ -484,7 +522,7 @@ static void big_insert(struct big *b, size_t idx, const struct enc *x)
     }
     if (w == 0 && k > 0 && node_fits(b->v[b->head + k - 1], x->size)) {
         np = &b->v[b->head + k - 1];
-        node_put(np, (*np)->h.used, x, &b->bytes);
+        node_put(np, used_of(*np), x, &b->bytes);
         return;
     }
     if (w == (*np)->h.count && k + 1 < b->n && node_fits(b->v[b->head + k + 1], x->size)) {
@@ -498,7 +536,7 @@ static void big_insert(struct big *b, size_t idx, const struct enc *x)
     big_split(b, k, w);
     np = &b->v[b->head + k];
     if (node_fits(*np, x->size)) {
-        node_put(np, (*np)->h.used, x, &b->bytes);
+        node_put(np, used_of(*np), x, &b->bytes);
         return;
     }
     np = &b->v[b->head + k + 1];
@@ -520,8 +558,8 @@ struct listval *lv_clone(const struct listval *l)
 {
     if (!l->big) {
         const struct node *n = (const struct node *)l;
-        struct node *c = node_alloc(n->h.used);
-        memcpy(c, n, sizeof(*n) + n->h.used);
+        struct node *c = node_alloc(used_of(n));
+        memcpy(c, n, sizeof(*n) + used_of(n));
         return &c->h;
     }
     const struct big *b = CB(l);
@@ -531,8 +569,8 @@ struct listval *lv_clone(const struct listval *l)
     c->bytes = usable(c->v);
     for (size_t k = 0; k < b->n; k++) {
         const struct node *n = b->v[b->head + k];
-        struct node *m = node_alloc(n->h.used);
-        memcpy(m, n, sizeof(*n) + n->h.used);
+        struct node *m = node_alloc(used_of(n));
+        memcpy(m, n, sizeof(*n) + used_of(n));
         c->v[c->head + k] = m;
         c->bytes += usable(m);
     }
@@ -680,8 +718,8 @@ static size_t node_rem(struct node **np, const struct needle *nd, size_t limit, 
         wr += sz;
         rd += sz;
     }
-    n->h.used = (uint32_t)wr;
-    n->h.count = (uint16_t)(count - removed);
+    set_used(n, wr);
+    n->h.count = (uint8_t)(count - removed);
     node_shrink(np, bytes);
     return removed;
 }
