@@ -2,8 +2,9 @@
 """types_bench.py - hashes and lists against Redis in one run (issue 17). Driven by
 bench/types.sh; prints a Markdown table per workload and round.
 
-For each workload and round, each server in turn, a fresh process on a free port (rlimitd with 1
-I/O thread, redis-server with persistence off):
+For each workload and round, both servers side by side, fresh processes on free ports (rlimitd
+with 1 I/O thread, redis-server with persistence off); the request phase alternates between them
+in 10 slices, so the load of a shared machine weighs on both alike:
   hash:   KEYS token-bucket hashes (HSET k tokens <n> ts <13-digit ms>), used_memory growth per
           key (INFO memory); then REQS requests of HMGET k tokens ts + HSET k tokens <n> ts <ms>
           over those keys at pipeline 16;
@@ -41,14 +42,6 @@ def used_memory(c):
     raise RuntimeError("no used_memory")
 
 
-def blast(port, cmds, depth):
-    """Sends cmds with `depth` requests in flight, reading replies as raw bytes (counted by
-    lines is not safe for bulk replies, so a Conn parses them)."""
-    c = Conn(port)
-    for i in range(0, len(cmds), depth):
-        c.run(cmds[i:i + depth])
-
-
 def fill_hash(k, now):
     return [["HSET", "tb:%d" % k, "tokens", str(k % 100), "ts", str(now + k)]]
 
@@ -75,34 +68,57 @@ WORKLOADS = {
 }
 
 
-def measure(argv, port, keys, reqs, fill, pair):
-    p = start(argv, port)
-    try:
-        c = Conn(port)
-        base = used_memory(c)
-        now = int(time.time() * 1000)
-        batch = []
-        for k in range(keys):
-            batch += fill(k, now)
-            if len(batch) >= 1000:
-                c.run(batch)
-                batch = []
-        if batch:
+def fill(c, keys, fill_fn, now):
+    """Fills one server; returns used_memory growth per key."""
+    base = used_memory(c)
+    batch = []
+    for k in range(keys):
+        batch += fill_fn(k, now)
+        if len(batch) >= 1000:
             c.run(batch)
-        mem = (used_memory(c) - base) / keys
+            batch = []
+    if batch:
+        c.run(batch)
+    return (used_memory(c) - base) / keys
+
+
+def measure(argvs, ports, keys, reqs, fill_fn, pair_fn, slices=10):
+    """Both servers run side by side; the request phase alternates between them in `slices`
+    slices (the first server of a slice alternating too), so that the load of this shared
+    machine weighs on both alike. Returns per server: bytes per key, server CPU per request pair
+    (us), pairs per second."""
+    procs = [start(a, p) for a, p in zip(argvs, ports)]
+    try:
+        conns = [Conn(p) for p in ports]
+        now = int(time.time() * 1000)
+        mem = [fill(c, keys, fill_fn, now) for c in conns]
         rnd = random.Random(1)
         cmds = []
         for _ in range(reqs):
-            cmds += pair(rnd, keys, now)
-        c0 = cpu_seconds(p.pid)
-        t0 = time.monotonic()
-        blast(port, cmds, 16)
-        dt = time.monotonic() - t0
-        cpu = cpu_seconds(p.pid) - c0
-        return {"mem": mem, "cpu_us": cpu / reqs * 1e6, "rate": reqs / dt}
+            cmds += pair_fn(rnd, keys, now)
+        cpu, wall = [0.0, 0.0], [0.0, 0.0]
+        step = len(cmds) // slices
+        step -= step % 32  # whole pipelines of 16 pairs
+        for i in range(slices):
+            part = cmds[i * step:(i + 1) * step]
+            for j in ((0, 1) if i % 2 == 0 else (1, 0)):
+                c0 = cpu_seconds(procs[j].pid)
+                t0 = time.monotonic()
+                blast_conn(conns[j], part, 32)
+                wall[j] += time.monotonic() - t0
+                cpu[j] += cpu_seconds(procs[j].pid) - c0
+        pairs = step * slices / 2
+        return [{"mem": mem[j], "cpu_us": cpu[j] / pairs * 1e6, "rate": pairs / wall[j]}
+                for j in (0, 1)]
     finally:
-        p.kill()
-        p.wait()
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def blast_conn(c, cmds, depth):
+    for i in range(0, len(cmds), depth):
+        c.run(cmds[i:i + depth])
 
 
 def main():
@@ -113,15 +129,16 @@ def main():
     which = sys.argv[5].split(",") if len(sys.argv) > 5 else list(WORKLOADS)
     tmp = tempfile.mkdtemp(prefix="types-bench.")
     for w in which:
-        title, pair_name, fill, pair = WORKLOADS[w]
+        title, pair_name, fill_fn, pair = WORKLOADS[w]
         print("| %s, %d keys | round | rlimitd | redis-server 7.0 | ratio | target |" % (title, keys))
         print("|---|---|---|---|---|---|")
         for rnd in range(1, rounds + 1):
             rp, op = free_port(), free_port()
-            r = measure([rbin, "--port", str(rp), "--bind", "127.0.0.1", "--dir", tmp,
-                         "--save-interval", "0", "--threads", "1"], rp, keys, reqs, fill, pair)
-            o = measure(["redis-server", "--port", str(op), "--bind", "127.0.0.1", "--save", "",
-                         "--appendonly", "no", "--dir", tmp], op, keys, reqs, fill, pair)
+            r, o = measure([[rbin, "--port", str(rp), "--bind", "127.0.0.1", "--dir", tmp,
+                             "--save-interval", "0", "--threads", "1"],
+                            ["redis-server", "--port", str(op), "--bind", "127.0.0.1", "--save",
+                             "", "--appendonly", "no", "--dir", tmp]],
+                           [rp, op], keys, reqs, fill_fn, pair)
             print("| used_memory per key (bytes) | %d | %.1f | %.1f | %.2f | <= 0.5 |"
                   % (rnd, r["mem"], o["mem"], r["mem"] / o["mem"]))
             print("| server CPU per %s (us), pipeline 16 | %d | %.2f | %.2f | %.2f | <= 0.7 |"

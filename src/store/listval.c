@@ -11,11 +11,12 @@
 /* Common head. A node (one block) uses all of it; a big list only `big`. */
 struct listval {
     uint16_t used; /* node: bytes of encoded elements; USED_WIDE: see used_of */
+    uint16_t cap;  /* node: room for elements; USED_WIDE: see node_room */
     uint8_t count; /* node: elements (<= LV_NODE_MAX_COUNT) */
     uint8_t big;
 };
 
-/* One block: the 4-byte head, then the elements back to back. Each element is a tag byte, then:
+/* One block: the 6-byte head, then the elements back to back. Each element is a tag byte, then:
  *   0x00..0xBF  a string of that many bytes, the bytes;
  *   0xC0..0xDF  a canonical decimal integer of 41 to 45 bits (13-digit millisecond timestamps):
  *               its low 40 bits as 5 little-endian bytes, bits 40..44 in the tag's low 5 bits;
@@ -24,7 +25,9 @@ struct listval {
  *   0xF8        a string, its length as 4 little-endian bytes, the bytes.
  * A node holds at most LV_NODE_MAX_BYTES of elements unless it holds one element only, so only
  * such a node can exceed the 16-bit `used`: it stores USED_WIDE and used_of measures the element.
- * Capacity is what malloc gave (malloc_usable_size). */
+ * Capacity is what malloc gave (malloc_usable_size), read once per allocation and kept in `cap`:
+ * asking malloc on every command costs a look at the next chunk's header, a cache miss of its
+ * own. Memory accounting counts a node as its head plus `cap`. */
 struct node {
     struct listval h;
     unsigned char data[];
@@ -243,13 +246,27 @@ static void set_used(struct node *n, size_t used)
 
 static size_t node_room(const struct node *n)
 {
-    return usable(n) - sizeof(struct node);
+    return n->h.cap != USED_WIDE ? n->h.cap : usable(n) - sizeof(struct node);
+}
+
+/* What the node accounts for: exactly its malloc_usable_size. */
+static size_t node_bytes(const struct node *n)
+{
+    return sizeof(struct node) + node_room(n);
+}
+
+/* After every (re)allocation of n. */
+static void set_cap(struct node *n)
+{
+    size_t cap = usable(n) - sizeof(struct node);
+    n->h.cap = (uint16_t)(cap < USED_WIDE ? cap : USED_WIDE);
 }
 
 static struct node *node_alloc(size_t cap)
 {
     struct node *n = xmalloc(sizeof(*n) + cap);
     memset(&n->h, 0, sizeof(n->h));
+    set_cap(n);
     return n;
 }
 
@@ -274,12 +291,13 @@ static void node_put(struct node **np, size_t off, const struct enc *x, size_t *
     struct node *n = *np;
     size_t used = used_of(n), need = used + x->size;
     if (need > node_room(n)) {
-        size_t before = usable(n);
+        size_t before = node_bytes(n);
         /* Exact for small blocks (a short list stays in its malloc size class); a quarter more
          * for growing ones, so pushing n elements copies O(n) bytes. */
         size_t cap = need >= 256 ? need + need / 4 : need;
         n = xrealloc(n, sizeof(*n) + cap);
-        *bytes = *bytes - before + usable(n);
+        set_cap(n);
+        *bytes = *bytes - before + node_bytes(n);
         *np = n;
     }
     memmove(n->data + off + x->size, n->data + off, used - off);
@@ -294,9 +312,10 @@ static void node_shrink(struct node **np, size_t *bytes)
     struct node *n = *np;
     size_t used = used_of(n);
     if (node_room(n) > 2 * used + 128) {
-        size_t before = usable(n);
+        size_t before = node_bytes(n);
         n = xrealloc(n, sizeof(*n) + used);
-        *bytes = *bytes - before + usable(n);
+        set_cap(n);
+        *bytes = *bytes - before + node_bytes(n);
         *np = n;
     }
 }
@@ -372,7 +391,7 @@ static struct big *to_big(struct node *n)
     b->n = 1;
     b->v[b->head] = n;
     b->count = n->h.count;
-    b->bytes = usable(b->v) + usable(n);
+    b->bytes = usable(b->v) + node_bytes(n);
     return b;
 }
 
@@ -442,15 +461,16 @@ static int big_merge(struct big *b, size_t k)
     struct node *n = *np;
     size_t need = nu + mu;
     if (need > node_room(n)) {
-        size_t before = usable(n);
+        size_t before = node_bytes(n);
         n = xrealloc(n, sizeof(*n) + need);
-        b->bytes = b->bytes - before + usable(n);
+        set_cap(n);
+        b->bytes = b->bytes - before + node_bytes(n);
         *np = n;
     }
     memcpy(n->data + nu, m->data, mu);
     set_used(n, need);
     n->h.count = (uint8_t)(n->h.count + m->h.count);
-    b->bytes -= usable(m);
+    b->bytes -= node_bytes(m);
     free(m);
     big_drop_slots(b, k + 1, 1);
     return 1;
@@ -492,7 +512,7 @@ static void big_split(struct big *b, size_t k, size_t w)
     m->h.count = (uint8_t)(n->h.count - w);
     set_used(n, off);
     n->h.count = (uint8_t)w;
-    b->bytes += usable(m);
+    b->bytes += node_bytes(m);
     big_open_slot(b, k + 1);
     b->v[b->head + k + 1] = m;
 }
@@ -500,7 +520,7 @@ static void big_split(struct big *b, size_t k, size_t w)
 static void big_new_node(struct big *b, size_t k, const struct enc *x)
 {
     struct node *n = node_with(x);
-    b->bytes += usable(n);
+    b->bytes += node_bytes(n);
     big_open_slot(b, k);
     b->v[b->head + k] = n;
 }
@@ -560,6 +580,7 @@ struct listval *lv_clone(const struct listval *l)
         const struct node *n = (const struct node *)l;
         struct node *c = node_alloc(used_of(n));
         memcpy(c, n, sizeof(*n) + used_of(n));
+        set_cap(c);
         return &c->h;
     }
     const struct big *b = CB(l);
@@ -571,8 +592,9 @@ struct listval *lv_clone(const struct listval *l)
         const struct node *n = b->v[b->head + k];
         struct node *m = node_alloc(used_of(n));
         memcpy(m, n, sizeof(*n) + used_of(n));
+        set_cap(m);
         c->v[c->head + k] = m;
-        c->bytes += usable(m);
+        c->bytes += node_bytes(m);
     }
     return &c->h;
 }
@@ -597,7 +619,7 @@ size_t lv_count(const struct listval *l)
 
 size_t lv_bytes(const struct listval *l)
 {
-    return usable(l) + (l->big ? CB(l)->bytes : 0);
+    return l->big ? usable(l) + CB(l)->bytes : node_bytes((const struct node *)l);
 }
 
 int lv_is_packed(const struct listval *l)
@@ -651,7 +673,7 @@ void lv_remove(struct listval **lp, size_t idx, size_t cnt)
         struct node **np = &b->v[b->head + kk];
         size_t c = (*np)->h.count, take = c - w < cnt ? c - w : cnt;
         if (take == c) {
-            b->bytes -= usable(*np);
+            b->bytes -= node_bytes(*np);
             free(*np);
             *np = NULL;
             if (first_drop == SIZE_MAX)
@@ -749,7 +771,7 @@ size_t lv_rem(struct listval **lp, const char *s, size_t len, int64_t count)
     for (size_t k = 0; k < b->n; k++) {
         struct node *n = b->v[b->head + k];
         if (n->h.count == 0) {
-            b->bytes -= usable(n);
+            b->bytes -= node_bytes(n);
             free(n);
         } else {
             b->v[b->head + wr++] = n;
