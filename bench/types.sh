@@ -10,7 +10,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 KEYS=1000000
-REQS=200000
+REQS=400000
 RLIMITD=""
 ROUNDS=3
 ONLY=hash,list
