@@ -33,6 +33,13 @@ size_t util_fmt_i64(char *buf, int64_t v);
 /* Glob match as Redis's stringmatchlen: * ? [abc] [^a-z] and backslash escapes.
  * nocase != 0 compares ASCII case-insensitively. Returns 1 on a match. Bounded recursion. */
 int util_glob_match(const char *pat, size_t plen, const char *s, size_t slen, int nocase);
+/* For one pattern matched against many strings (KEYS, SCAN MATCH): writes into out (plen bytes)
+ * a pattern with the same matches in which each run of stars is one star, and returns its
+ * length, or -1 when no string can match (Redis's nesting limit). Then
+ * util_glob_match_prepared on it costs O(prepared length) per string at most per star, where
+ * the pattern as given would cost its full length per string (a run of 100,000 stars). */
+int64_t util_glob_prepare(const char *pat, size_t plen, char *out);
+int util_glob_match_prepared(const char *pat, size_t plen, const char *s, size_t slen, int nocase);
 
 /* 1 if the len bytes at s equal the NUL-terminated lit, ignoring ASCII case. */
 int util_eq_nocase(const char *s, size_t len, const char *lit);

@@ -286,12 +286,47 @@ static int too_deep(const char *pat, size_t plen)
 
 int util_glob_match(const char *pat, size_t plen, const char *s, size_t slen, int nocase)
 {
+    if (plen > 2 * GLOB_MAX_NESTING && too_deep(pat, plen))
+        return 0;
+    return util_glob_match_prepared(pat, plen, s, slen, nocase);
+}
+
+int64_t util_glob_prepare(const char *pat, size_t plen, char *out)
+{
+    if (plen > 2 * GLOB_MAX_NESTING && too_deep(pat, plen))
+        return -1;
+    size_t n = 0;
+    for (size_t p = 0; p < plen; p++) {
+        if (pat[p] == '\\' && p + 1 < plen) {
+            out[n++] = pat[p++];
+            out[n++] = pat[p];
+        } else if (pat[p] == '[') { /* a class is copied whole: stars in it are bytes */
+            size_t start = p++;
+            if (p < plen && pat[p] == '^')
+                p++;
+            while (p < plen && pat[p] != ']')
+                p += (pat[p] == '\\' && plen - p >= 2) ? 2
+                     : (plen - p >= 3 && pat[p + 1] == '-') ? 3 : 1;
+            if (p >= plen)
+                p = plen - 1;
+            memcpy(out + n, pat + start, p - start + 1);
+            n += p - start + 1;
+        } else if (pat[p] == '*') {
+            while (p + 1 < plen && pat[p + 1] == '*')
+                p++;
+            out[n++] = '*';
+        } else {
+            out[n++] = pat[p];
+        }
+    }
+    return (int64_t)n;
+}
+
+int util_glob_match_prepared(const char *pat, size_t plen, const char *s, size_t slen, int nocase)
+{
     size_t p = 0, i = 0;
     size_t star_p = 0, star_i = 0;
     int have_star = 0;
-
-    if (plen > 2 * GLOB_MAX_NESTING && too_deep(pat, plen))
-        return 0;
 
     while (i < slen) {
         if (p < plen && pat[p] == '*') {

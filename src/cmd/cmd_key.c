@@ -1,6 +1,7 @@
 /* cmd_key.c - keyspace commands: EXISTS, DEL/UNLINK, TYPE, TTL, PTTL, EXPIRE, PEXPIRE, PERSIST,
  * SCAN, DBSIZE, FLUSHALL/FLUSHDB. */
 #include "cmd_internal.h"
+#include "rlimitd/alloc.h"
 #include "rlimitd/clock.h"
 
 #include <stdlib.h>
@@ -183,9 +184,11 @@ static void cmd_flushall(struct cmd_ctx *x)
 /* ---- SCAN ---- */
 
 struct scan_state {
-    const char *pattern;
+    const char *pattern; /* prepared (util_glob_prepare), NULL = any key */
     size_t plen;
-    const char *type; /* NULL = any */
+    char *prepared;      /* owns pattern */
+    int never;           /* the pattern matches nothing (Redis's nesting limit) */
+    const char *type;    /* NULL = any */
     struct rbuf keys; /* the matching keys, each as a RESP bulk string */
     int64_t n;
 };
@@ -193,12 +196,28 @@ struct scan_state {
 static void scan_visit(void *ud, const char *key, size_t len, enum ks_type type)
 {
     struct scan_state *st = ud;
-    if (st->type != NULL && strcmp(st->type, ks_type_name(type)) != 0)
+    if (st->never || (st->type != NULL && strcmp(st->type, ks_type_name(type)) != 0))
         return;
-    if (st->pattern != NULL && !util_glob_match(st->pattern, st->plen, key, len, 0))
+    if (st->pattern != NULL && !util_glob_match_prepared(st->pattern, st->plen, key, len, 0))
         return;
     reply_bulk(&st->keys, key, len);
     st->n++;
+}
+
+/* The MATCH pattern, prepared once for every key it is matched against; "*" skips the matcher. */
+static void scan_pattern(struct scan_state *st, const char *pat, size_t plen)
+{
+    free(st->prepared);
+    st->prepared = NULL;
+    st->pattern = NULL;
+    st->never = 0;
+    if (plen == 1 && pat[0] == '*')
+        return;
+    st->prepared = xmalloc(plen + 1);
+    int64_t n = util_glob_prepare(pat, plen, st->prepared);
+    st->never = n < 0;
+    st->pattern = st->prepared;
+    st->plen = n < 0 ? 0 : (size_t)n;
 }
 
 /* KEYS: every shard in turn, each under its own lock for one whole pass over its table (so no
@@ -207,10 +226,7 @@ static void scan_visit(void *ud, const char *key, size_t len, enum ks_type type)
 static void cmd_keys(struct cmd_ctx *x)
 {
     struct scan_state st = {0};
-    st.pattern = x->argv[1];
-    st.plen = x->lens[1];
-    if (st.plen == 1 && st.pattern[0] == '*')
-        st.pattern = NULL;
+    scan_pattern(&st, x->argv[1], x->lens[1]);
     rbuf_init(&st.keys);
     unsigned n = ks_nshards(x->env->ks);
     for (unsigned i = 0; i < n; i++) {
@@ -221,6 +237,7 @@ static void cmd_keys(struct cmd_ctx *x)
     reply_array(x->out, st.n);
     rbuf_append(x->out, st.keys.p, st.keys.len);
     rbuf_free(&st.keys);
+    free(st.prepared);
 }
 
 static int parse_cursor(const char *s, size_t len, uint64_t *out)
@@ -252,26 +269,22 @@ static void cmd_scan(struct cmd_ctx *x)
     for (int i = 2; i < x->argc; i += 2) {
         if (i + 1 >= x->argc) {
             reply_syntax_error(x->out);
-            return;
+            goto out;
         }
         if (arg_is(x, i, "MATCH")) {
-            st.pattern = x->argv[i + 1];
-            st.plen = x->lens[i + 1];
-            /* "*" matches everything: skip the matcher. */
-            if (st.plen == 1 && st.pattern[0] == '*')
-                st.pattern = NULL;
+            scan_pattern(&st, x->argv[i + 1], x->lens[i + 1]);
         } else if (arg_is(x, i, "COUNT")) {
             if (arg_i64(x, i + 1, &count))
-                return;
+                goto out;
             if (count < 1) {
                 reply_syntax_error(x->out);
-                return;
+                goto out;
             }
         } else if (arg_is(x, i, "TYPE")) {
             st.type = x->argv[i + 1];
         } else {
             reply_syntax_error(x->out);
-            return;
+            goto out;
         }
     }
     struct keyspace *ks = x->env->ks;
@@ -304,6 +317,8 @@ static void cmd_scan(struct cmd_ctx *x)
     reply_array(x->out, st.n);
     rbuf_append(x->out, st.keys.p, st.keys.len);
     rbuf_free(&st.keys);
+out:
+    free(st.prepared);
 }
 
 /* ---- the table (cmd_internal.h "one row per command") ---- */
@@ -360,11 +375,11 @@ const struct cmd_def cmd_key_table[] = {
     {"rename", 3, CMD_WRITE, 1, 2, 1, "keyspace write slow", cmd_rename,
      {.summary = "Renames a key, replacing the destination if it exists", .since = "1.0.0",
       .group = "generic", .complexity = "O(1)", .args = "key:key newkey:key",
-      .keyflags = "RW access delete", .notes = NULL}},
+      .keyflags = "RW access delete|OW update", .notes = NULL}},
     {"renamenx", 3, CMD_WRITE | CMD_FAST, 1, 2, 1, "keyspace write fast", cmd_renamenx,
      {.summary = "Renames a key only if the new name does not exist", .since = "1.0.0",
       .group = "generic", .complexity = "O(1)", .args = "key:key newkey:key",
-      .keyflags = "RW access delete"}},
+      .keyflags = "RW access delete|OW insert"}},
     {"touch", -2, CMD_READONLY | CMD_FAST, 1, -1, 1, "keyspace read fast", cmd_exists,
      {.summary = "Counts how many of the given keys exist (rlimitd keeps no access times)",
       .since = "3.2.1", .group = "generic", .complexity = "O(N) where N is the number of keys",

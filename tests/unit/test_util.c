@@ -242,6 +242,41 @@ Test(util, glob_match_cases)
     }
 }
 
+/* A prepared pattern (star runs collapsed, the nesting verdict taken once) matches exactly what
+ * the pattern as given matches: random patterns over a small alphabet full of star runs,
+ * classes, ranges and escapes, against random strings. */
+Test(util, glob_prepared_matches_as_the_pattern)
+{
+    static const char alpha[] = "ab*?[]^-\\*";
+    unsigned seed = 12345;
+    char pat[24], str[12], prep[24];
+    for (int round = 0; round < 200000; round++) {
+        size_t plen = (size_t)(rand_r(&seed) % 20), slen = (size_t)(rand_r(&seed) % 10);
+        for (size_t i = 0; i < plen; i++)
+            pat[i] = alpha[rand_r(&seed) % (sizeof(alpha) - 1)];
+        for (size_t i = 0; i < slen; i++)
+            str[i] = "ab*[-"[rand_r(&seed) % 5];
+        int64_t n = util_glob_prepare(pat, plen, prep);
+        cr_assert(n >= 0 && (size_t)n <= plen);
+        int want = util_glob_match(pat, plen, str, slen, round & 1);
+        int got = util_glob_match_prepared(prep, (size_t)n, str, slen, round & 1);
+        cr_assert_eq(got, want, "'%.*s' ~ '%.*s': prepared '%.*s' says %d", (int)plen, pat,
+                     (int)slen, str, (int)n, prep, got);
+    }
+    /* A run of 100,000 stars is one; a pattern past the nesting limit never matches. */
+    size_t big = 100000;
+    char *p = malloc(big + 2), *q = malloc(big + 2);
+    memset(p, '*', big);
+    p[big] = 'x';
+    cr_assert_eq(util_glob_prepare(p, big + 1, q), 2);
+    cr_assert_eq(util_glob_match_prepared(q, 2, "abcx", 4, 0), 1);
+    for (size_t i = 0; i < big; i += 2)
+        p[i + 1] = 'a';
+    cr_assert_eq(util_glob_prepare(p, big + 1, q), -1);
+    free(p);
+    free(q);
+}
+
 Test(util, glob_match_is_binary_safe)
 {
     cr_expect_eq(util_glob_match("a?c", 3, "a\0c", 3, 0), 1);
