@@ -60,6 +60,7 @@ static void push_generic(struct cmd_ctx *x, int tail, int only_existing)
     if (open_list(x, only_existing ? KS_H_WRITE : KS_H_CREATE, &r) != 0)
         return;
     if (r.l == NULL) {
+        close_list(x, &r, 0);
         reply_int(x->out, 0);
         return;
     }
@@ -106,6 +107,7 @@ static void pop_generic(struct cmd_ctx *x, int tail)
     if (open_list(x, KS_H_WRITE, &r) != 0)
         return;
     if (r.l == NULL) {
+        close_list(x, &r, 0);
         if (has_count)
             reply_null_array(x->out);
         else
@@ -187,6 +189,7 @@ static void cmd_lset(struct cmd_ctx *x)
     if (open_list(x, KS_H_WRITE, &r) != 0)
         return;
     if (r.l == NULL) {
+        close_list(x, &r, 0);
         reply_error(x->out, "ERR no such key");
         return;
     }
@@ -253,7 +256,9 @@ static void cmd_ltrim(struct cmd_ctx *x)
     struct ks_lref r;
     if (open_list(x, KS_H_WRITE, &r) != 0)
         return;
-    if (r.l != NULL) {
+    if (r.l == NULL) {
+        close_list(x, &r, 0);
+    } else {
         size_t n = lv_count(r.l), from, to;
         if (clamp_range(start, end, n, &from, &to)) {
             lv_remove(&r.l, to + 1, n - to - 1);
@@ -275,6 +280,7 @@ static void cmd_lrem(struct cmd_ctx *x)
     if (open_list(x, KS_H_WRITE, &r) != 0)
         return;
     if (r.l == NULL) {
+        close_list(x, &r, 0);
         reply_int(x->out, 0);
         return;
     }
@@ -300,6 +306,7 @@ static void cmd_linsert(struct cmd_ctx *x)
     if (open_list(x, KS_H_WRITE, &r) != 0)
         return;
     if (r.l == NULL) {
+        close_list(x, &r, 0);
         reply_int(x->out, 0);
         return;
     }
