@@ -36,10 +36,10 @@ struct node {
 /* A deque of nodes: v[head .. head + n) in list order, each node non-empty. */
 struct big {
     struct listval h;
-    size_t count;  /* elements in all */
+    size_t count; /* elements in all */
     struct node **v;
     size_t head, n, cap;
-    size_t bytes;  /* malloc_usable_size of v and of every node: lv_bytes stays O(1) */
+    size_t bytes; /* malloc_usable_size of v and of every node: lv_bytes stays O(1) */
 };
 
 #define TAG_STR_MAX 0xBFu
