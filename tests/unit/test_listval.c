@@ -268,7 +268,7 @@ Test(listval, integers_come_back_as_written)
 
 Test(listval, moving_window_stays_one_small_block)
 {
-    /* LPUSH ts + LTRIM 0 9: ten 13-digit timestamps take 7 bytes each. */
+    /* LPUSH ts + LTRIM 0 9: ten 13-digit timestamps take 6 bytes each. */
     struct listval *l = lv_new();
     char buf[32];
     for (int i = 0; i < 1000; i++) {
