@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from types_diff import Conn, flat, free_port, start, stop  # noqa: E402
@@ -80,6 +81,17 @@ def main():
             for j in range(i, i + 100):
                 args += ["field%d" % j, "value%d" % j]
             c.run([args])
+        # A list that expires for real: after its 50 ms (any slowness only makes the wait
+        # longer), every read sees no key and LPUSHX does not bring it back.
+        c.run([["RPUSH", "lexp", "a", "b"], ["PEXPIRE", "lexp", "50"]])
+        time.sleep(0.3)
+        got = [flat(x) for x in c.run([["LLEN", "lexp"], ["TYPE", "lexp"], ["LPUSHX", "lexp", "z"],
+                                       ["EXISTS", "lexp"]])]
+        if got == [b":0\r\n", b"+none\r\n", b":0\r\n", b":0\r\n"]:
+            passed += 1
+        else:
+            failed += 1
+            print("FAIL: an expired list: %r" % got)
         before = reads(c)
         want = sorted(b"$%d\r\n%s\r\n" % (len(k), k) for k in (b"lw", b"lbig", b"lttl", b"lbin"))
         if before["SCAN TYPE list"] == want:
