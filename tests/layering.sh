@@ -14,7 +14,7 @@ fail=0
 declare -A HEADER_LAYER=(
     [util]=base [alloc]=base [buf]=base [clock]=base [log]=base [stats]=base [conf]=base
     [gcra]=limiter [gcra_redis]=limiter [topk]=limiter [swlog]=limiter [isallowed]=limiter
-    [keyspace]=store [zset]=store [hashval]=store [hash]=base
+    [keyspace]=store [zset]=store [hashval]=store [listval]=store [hash]=base
     [resp]=proto [reply]=proto
     [cmd]=cmd
     [snap]=persist [persist]=persist

@@ -14,6 +14,7 @@
 #include "rlimitd/gcra.h"
 #include "rlimitd/gcra_redis.h"
 #include "rlimitd/hashval.h"
+#include "rlimitd/listval.h"
 
 struct keyspace;
 
@@ -32,6 +33,7 @@ enum ks_type {
     KS_SWLOG,    /* ISALLOWED window log; TYPE says "zset", Z reads see it as one */
     KS_ZSET,     /* a sorted set (zset.h) */
     KS_HASH,     /* a hash (hashval.h) */
+    KS_LIST,     /* a list (listval.h) */
 };
 
 /* Results of the typed operations (negative = error). */
@@ -150,6 +152,26 @@ int ks_hash_open(struct keyspace *ks, const struct ks_key *key, int64_t now, int
  * key, a new one is created. changed: whether the handler wrote (WATCH sees it). */
 void ks_hash_close(struct keyspace *ks, const struct ks_key *key, struct ks_href *r, int changed);
 
+/* ---- lists (docs/COMMANDS.md, Lists) ---- */
+
+/* Modes as the hash ones: KS_H_READ, KS_H_WRITE, KS_H_CREATE (an absent key gets an empty list,
+ * stored by ks_list_close only if it then holds elements; refused over maxmemory). */
+
+/* An open list: the handler reads and changes *l through lv_* (which may move it), then closes. */
+struct ks_lref {
+    struct listval *l;
+    int64_t slot; /* the entry's slot, -1 for a list not stored yet */
+    size_t bytes; /* lv_bytes when opened */
+};
+
+/* Opens the list at key (its shard locked), as ks_hash_open. Every KS_OK open of a write mode
+ * must be closed with ks_list_close before any other call on that shard. */
+int ks_list_open(struct keyspace *ks, const struct ks_key *key, int64_t now, int mode,
+                 struct ks_lref *r);
+/* Stores the (possibly moved) list back and accounts its memory; an emptied list deletes the
+ * key, a new one is created. changed: whether the handler wrote (WATCH sees it). */
+void ks_list_close(struct keyspace *ks, const struct ks_key *key, struct ks_lref *r, int changed);
+
 /* ---- sorted sets (docs/COMMANDS.md, Sorted sets) ---- */
 
 struct zset;
@@ -262,6 +284,7 @@ struct ks_record {
     size_t len;
     const struct swlog *log; /* KS_SWLOG (dump only) */
     const struct hashval *hv; /* KS_HASH (dump and restore: read only; restore copies it) */
+    const struct listval *lv; /* KS_LIST (dump and restore: read only; restore copies it) */
     const int64_t *ts;       /* KS_SWLOG (restore only): timestamps, oldest first */
     uint32_t nts;
     const struct zset *zs;   /* KS_ZSET (dump and restore; restore copies it) */
@@ -308,7 +331,7 @@ int ks_bulk_add(struct keyspace *ks, const struct ks_record *r, int64_t now);
 void ks_bulk_end(struct keyspace *ks);
 
 /* Type names as TYPE and SCAN TYPE use them: "none", "string", "zset" (window logs too),
- * "hash". */
+ * "hash", "list". */
 const char *ks_type_name(enum ks_type t);
 
 #endif

@@ -82,6 +82,18 @@ void snap_encode(struct rbuf *out, const struct ks_record *r)
         }
         break;
     }
+    case KS_LIST: {
+        /* Elements head to tail, each its length and bytes. */
+        struct lv_iter it;
+        struct lv_elem e;
+        put_varint(out, lv_count(r->lv));
+        lv_iter_init(&it, r->lv, 0, 0);
+        while (lv_next(&it, &e)) {
+            put_varint(out, e.len);
+            rbuf_append(out, e.p, e.len);
+        }
+        break;
+    }
     case KS_SWLOG: {
         /* Timestamps are sorted: the first in full, then small deltas. */
         uint32_t n = r->log->len;
@@ -431,8 +443,8 @@ static int parse_range(struct range_pass *rp, struct cursor *c)
             c->off--; /* left for the caller: the marker ends the records */
             break;
         }
-        if (type < KS_GCRA || type > KS_HASH || (type == KS_ZSET && rp->version < 2) ||
-            (type == KS_HASH && rp->version < 3))
+        if (type < KS_GCRA || type > KS_LIST || (type == KS_ZSET && rp->version < 2) ||
+            (type == KS_HASH && rp->version < 3) || (type == KS_LIST && rp->version < 4))
             FAIL(at, "unknown record type %u", type);
         struct ks_record r = {0};
         r.type = (enum ks_type)type;
@@ -486,6 +498,23 @@ static int parse_range(struct range_pass *rp, struct cursor *c)
                 FAIL(at, "duplicate hash field");
             }
             r.hv = h;
+        } else if (type == KS_LIST) {
+            /* Elements head to tail: varint length and bytes each. */
+            uint64_t count;
+            if (get_varint(c, &count) != 0 || count == 0 || count > c->end - c->off)
+                FAIL(at, "bad list length");
+            struct listval *l = pass == 1 ? lv_new() : NULL;
+            for (uint64_t i = 0; i < count; i++) {
+                uint64_t len;
+                if (get_varint(c, &len) != 0 || len > c->end - c->off) {
+                    lv_free(l);
+                    FAIL(at, "bad list element length");
+                }
+                if (l != NULL)
+                    lv_insert(&l, (size_t)i, (const char *)map + c->off, (size_t)len);
+                c->off += (size_t)len;
+            }
+            r.lv = l;
         } else {
             uint64_t count;
             if (get_varint(c, &count) != 0 || count == 0 || count > UINT32_MAX ||
@@ -523,6 +552,7 @@ static int parse_range(struct range_pass *rp, struct cursor *c)
             zs_free(rp->zs);
             rp->zs = NULL;
             hv_free((struct hashval *)r.hv); /* the keyspace keeps a copy */
+            lv_free((struct listval *)r.lv);
             if (rejected)
                 FAIL(at, "record rejected (key %.*s)", (int)(r.klen > 64 ? 64 : r.klen), r.key);
         }

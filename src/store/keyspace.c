@@ -327,6 +327,8 @@ const char *ks_type_name(enum ks_type t)
         return "zset";
     case KS_HASH:
         return "hash";
+    case KS_LIST:
+        return "list";
     default:
         return "string";
     }

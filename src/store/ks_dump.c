@@ -113,6 +113,8 @@ int ks_dump_slice(struct keyspace *ks, unsigned shard, int64_t now, uint64_t max
             r.zs = e_ptr(e);
         } else if (r.type == KS_HASH) {
             r.hv = e_ptr(e);
+        } else if (r.type == KS_LIST) {
+            r.lv = e_ptr(e);
         } else {
             r.log = (e[E_FLAGS] & F_CRING) ? cring_load(e_ptr(e), &logbuf) : e_ptr(e);
         }
@@ -154,6 +156,8 @@ static int record_invalid(const struct ks_record *r)
 {
     if (r->type == KS_HASH)
         return r->hv == NULL || hv_count(r->hv) == 0;
+    if (r->type == KS_LIST)
+        return r->lv == NULL || lv_count(r->lv) == 0;
     if (r->type < KS_GCRA || r->type > KS_ZSET)
         return 1;
     if (r->type == KS_ZSET)
@@ -200,6 +204,12 @@ static void set_restored_value(struct shard *sh, uint8_t *e, const struct ks_rec
         struct zset *z = zs_dup(r->zs);
         mem_add_n(sh, (int64_t)zs_bytes(z));
         e_set_ptr(e, z);
+        break;
+    }
+    case KS_LIST: {
+        struct listval *l = lv_clone(r->lv);
+        e_set_ptr(e, l);
+        mem_add_n(sh, (int64_t)lv_bytes(l));
         break;
     }
     case KS_HASH: {

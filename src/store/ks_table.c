@@ -65,20 +65,23 @@ void table_free(struct shard *sh, uint8_t *tags, uint64_t nslots)
 /* Types whose value field points to a heap block (or structure) of the shard. */
 int has_blob(enum ks_type t)
 {
-    return t == KS_RAW || t == KS_SWLOG || t == KS_ZSET || t == KS_HASH;
+    return t == KS_RAW || t == KS_SWLOG || t == KS_ZSET || t == KS_HASH || t == KS_LIST;
 }
 
 /* Bytes a blob accounts for in the shard's memory. */
 size_t blob_bytes(enum ks_type t, void *p)
 {
-    return t == KS_HASH ? hv_bytes(p) : t == KS_ZSET ? zs_bytes(p) : malloc_usable_size(p);
+    return t == KS_HASH   ? hv_bytes(p)
+           : t == KS_LIST ? lv_bytes(p)
+           : t == KS_ZSET ? zs_bytes(p)
+                          : malloc_usable_size(p);
 }
 
 /* Frees the blob an entry's value points to, if any. */
 void free_value(struct shard *sh, uint8_t *e)
 {
     enum ks_type t = e_type(e);
-    if (e_ptr(e) == NULL && (t == KS_ZSET || t == KS_HASH))
+    if (e_ptr(e) == NULL && (t == KS_ZSET || t == KS_HASH || t == KS_LIST))
         return; /* moved away by a rename */
     if (t == KS_ZSET) {
         struct zset *z = e_ptr(e);
@@ -88,6 +91,10 @@ void free_value(struct shard *sh, uint8_t *e)
     } else if (t == KS_HASH) {
         mem_add_n(sh, -(int64_t)hv_bytes(e_ptr(e)));
         hv_free(e_ptr(e));
+        e_set_ptr(e, NULL);
+    } else if (t == KS_LIST) {
+        mem_add_n(sh, -(int64_t)lv_bytes(e_ptr(e)));
+        lv_free(e_ptr(e));
         e_set_ptr(e, NULL);
     } else if (has_blob(t)) {
         shard_free(sh, e_ptr(e));

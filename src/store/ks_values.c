@@ -88,6 +88,9 @@ enum ks_type ks_get(struct keyspace *ks, const struct ks_key *key, int64_t now, 
         case KS_HASH:
             v->i = (int64_t)hv_count(e_ptr(e));
             break;
+        case KS_LIST:
+            v->i = (int64_t)lv_count(e_ptr(e));
+            break;
         case KS_SWLOG:
             v->i = (e[E_FLAGS] & F_CRING) ? ((const struct cring *)e_ptr(e))->len
                                           : ((const struct swlog *)e_ptr(e))->len;
@@ -217,4 +220,53 @@ void ks_hash_close(struct keyspace *ks, const struct ks_key *key, struct ks_href
         }
     }
     r->h = NULL;
+}
+
+int ks_list_open(struct keyspace *ks, const struct ks_key *key, int64_t now, int mode,
+                 struct ks_lref *r)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    r->slot = i;
+    r->l = NULL;
+    r->bytes = 0;
+    if (i >= 0) {
+        uint8_t *e = slot_entry(sh, (uint64_t)i);
+        if (e_type(e) != KS_LIST)
+            return KS_WRONGTYPE;
+        r->l = e_ptr(e);
+        r->bytes = lv_bytes(r->l);
+    } else if (mode == KS_H_CREATE) {
+        if (over_maxmemory(ks))
+            return KS_OOM;
+        r->l = lv_new();
+    }
+    return KS_OK;
+}
+
+void ks_list_close(struct keyspace *ks, const struct ks_key *key, struct ks_lref *r, int changed)
+{
+    struct shard *sh = shard_of(ks, key);
+    if (r->slot < 0) {
+        if (r->l == NULL)
+            return;
+        if (lv_count(r->l) == 0) {
+            lv_free(r->l);
+        } else {
+            uint64_t i = insert(ks, sh, key, KS_LIST, 0);
+            e_set_ptr(slot_entry(sh, i), r->l);
+            mem_add_n(sh, (int64_t)lv_bytes(r->l));
+        }
+    } else {
+        uint8_t *e = slot_entry(sh, (uint64_t)r->slot);
+        e_set_ptr(e, r->l);
+        mem_add_n(sh, (int64_t)lv_bytes(r->l) - (int64_t)r->bytes);
+        if (lv_count(r->l) == 0) {
+            remove_slot(ks, sh, (uint64_t)r->slot);
+            maybe_shrink(ks, sh);
+        } else if (changed) {
+            touch_entry(sh, e);
+        }
+    }
+    r->l = NULL;
 }

@@ -3,16 +3,16 @@
 #
 # The default run (`redis-benchmark -p PORT -q`) tests, in order: PING_INLINE, PING_MBULK, SET,
 # GET, INCR, LPUSH, RPUSH, LPOP, RPOP, SADD, HSET, SPOP, ZADD, ZPOPMIN, LRANGE_*, MSET. rlimitd
-# supports the first five (PING_INLINE, PING_MBULK, SET, GET, INCR); the others are data types it
-# does not have, and redis-benchmark stops at the first of them (LPUSH) with Redis's unknown
-# command error. So the supported run is `-t ping_inline,ping_mbulk,set,get,incr`, plus the
-# limiter commands themselves given as custom commands. -n 2000 keeps it short; nothing here
+# supports the first nine (through RPOP) and the LRANGE tests; sets (SADD, SPOP) it does not
+# have, and redis-benchmark stops at SADD with Redis's unknown command error. So the supported
+# run is `-t ping_inline,ping_mbulk,set,get,incr,lpush,rpush,lpop,rpop,lrange`, plus the limiter
+# commands themselves given as custom commands. -n 2000 keeps it short; nothing here
 # depends on how fast it runs.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-SUPPORTED="ping_inline,ping_mbulk,set,get,incr"
+SUPPORTED="ping_inline,ping_mbulk,set,get,incr,lpush,rpush,lpop,rpop,lrange"
 N=2000
 
 bench() {
@@ -48,7 +48,9 @@ AUTH=""
 rc=0
 out=$(bench -n "$N" --csv -t "$SUPPORTED") || rc=$?
 check_eq "supported tests (-t $SUPPORTED): exit status" "$rc" "0"
-csv_ok "supported tests" "$out" PING_INLINE PING_MBULK SET GET INCR
+csv_ok "supported tests" "$out" PING_INLINE PING_MBULK SET GET INCR LPUSH RPUSH LPOP RPOP \
+    "LPUSH (needed to benchmark LRANGE)" "LRANGE_100 (first 100 elements)" \
+    "LRANGE_600 (first 600 elements)"
 
 rc=0
 out=$(bench -n "$N" -q -P 16 -t "$SUPPORTED") || rc=$?
@@ -72,14 +74,14 @@ calls=$(info_field commandstats 'cmdstat_cl\.throttle' | sed -n 's/^calls=\([0-9
 check_eq "INFO counts every benchmark CL.THROTTLE" "$calls" "$N"
 check_eq "no error replies during the supported runs" "$(info_field stats total_error_replies)" "0"
 
-# The plain default run: the supported tests pass, then it stops at LPUSH with Redis's error.
+# The plain default run: the supported tests pass, then it stops at SADD with Redis's error.
 rc=0
 out=$(bench -n 200 -q) || rc=$?
-for t in PING_INLINE PING_MBULK SET GET INCR; do
+for t in PING_INLINE PING_MBULK SET GET INCR LPUSH RPUSH LPOP RPOP; do
     check_contains "default run: $t completes" "$out" "$t: "
 done
-check_contains "default run: stops at LPUSH with the unknown-command error" "$out" \
-    "ERR unknown command 'LPUSH', with args beginning with:"
+check_contains "default run: stops at SADD with the unknown-command error" "$out" \
+    "ERR unknown command 'SADD', with args beginning with:"
 check_eq "default run: daemon still answers afterwards" \
     "$(timeout 20 redis-cli -h 127.0.0.1 -p "$PORT" PING)" "PONG"
 stop_daemon

@@ -250,6 +250,70 @@ class Gen:
         c = self.r.choice(self.cmds)
         return c[1](self)
 
+    # ---- lists ----
+
+    def lkey(self):
+        return self.r.choice(LKEYS)
+
+    def lelem(self):
+        r = self.r.random()
+        if r < 0.35:
+            return self.r.choice(LPOOL)
+        if r < 0.55:
+            return "17000000000%02d" % self.r.randint(0, 20)
+        if r < 0.62:
+            return self.r.choice(INT_EDGES)
+        if r < 0.66:
+            # Either side of the one-byte length tag (239) and of a node's 4096 bytes.
+            return self.r.choice("vw") * self.r.choice([238, 239, 240, 241, 300, 4095, 5000])
+        return self.value()
+
+    def lindex_arg(self):
+        r = self.r.random()
+        if r < 0.12:
+            return self.r.choice(["0", "-1", "x", "", "9223372036854775807", "-9223372036854775808",
+                                  "9223372036854775808", "+1", " 1", "1.5", "-0"])
+        if r < 0.2:
+            return str(self.r.randint(-400, 400))
+        return str(self.r.randint(-12, 12))
+
+    def lpush(self, name):
+        k = self.lkey()
+        n = self.r.randint(1, 4)
+        if k == "lbig" and self.r.random() < 0.3:
+            n = self.r.randint(50, 300)
+        return [name, k] + [self.lelem() for _ in range(n)]
+
+    def lpop(self):
+        c = [self.r.choice(["LPOP", "RPOP", "lpop", "rpop"]), self.lkey()]
+        r = self.r.random()
+        if r < 0.5:
+            c.append(self.r.choice(["0", "1", "2", "3", "-1", "x", "", "9223372036854775807",
+                                    "-9223372036854775808", "1.5"]) if r < 0.1 else
+                     str(self.r.randint(0, 20) if c[1] != "lbig" else self.r.randint(0, 200)))
+        if self.r.random() < 0.02:
+            c.append("1")  # too many arguments
+        return c
+
+    def lpos(self):
+        c = ["LPOS", self.lkey(), self.lelem() if self.r.random() < 0.3 else self.r.choice(LPOOL)]
+        opts = [["RANK", lambda: self.r.choice(["1", "2", "-1", "-2", "0", "3", "-3", "x",
+                                                 "-9223372036854775808", "9223372036854775807",
+                                                 "-9223372036854775807"])],
+                ["COUNT", lambda: self.r.choice(["0", "1", "2", "5", "-1", "x", "100"])],
+                ["MAXLEN", lambda: self.r.choice(["0", "1", "3", "10", "-1", "x", "1000"])]]
+        for name, val in self.r.sample(opts, self.r.randint(0, 3)):
+            c += [name if self.r.random() < 0.8 else name.lower(), val()]
+        if self.r.random() < 0.04:
+            c.append(self.r.choice(["RANK", "FOO", "COUNT"]))  # dangling or unknown
+        return c
+
+    def ltrim(self):
+        k = self.lkey()
+        if self.r.random() < 0.4:
+            return ["LTRIM", k, "0", str(self.r.randint(5, 12))]  # the moving window recipe
+        return ["LTRIM", k, self.lindex_arg(), self.lindex_arg()]
+
 
 def g_set(g):
     opts = []
@@ -284,6 +348,10 @@ def g_keys_pattern(g):
         return g.r.choice(pats)
     return "".join(g.r.choice("*?[]^-\\ak0b") for _ in range(g.r.randint(0, 7)))
 
+
+# Lists: their own keys, some shared with the string and hash commands (WRONGTYPE both ways).
+LKEYS = ["l0", "l1", "l2", "l3", "lbig", "lbig", "k0", "k1", "h0"]
+LPOOL = ["a", "b", "c", "1", "2", "-1", "007", "", "1700000000005", "x y"]
 
 COMMANDS = [
     (1, g_set),
@@ -343,6 +411,34 @@ COMMANDS = [
     (3, lambda g: [g.r.choice(["HSET", "HGET", "HMGET", "HDEL", "HINCRBY", "HSETNX",
                                "HINCRBYFLOAT", "HGETALL"])] + [g.hkey()] * g.r.randint(0, 1)),
     (2, lambda g: [g.r.choice(["MULTI", "EXEC", "EXEC", "DISCARD", "UNWATCH"])]),
+    (4, lambda g: g.lpush("LPUSH")),
+    (4, lambda g: g.lpush("LPUSH")),
+    (4, lambda g: g.lpush("RPUSH")),
+    (4, lambda g: g.lpush("RPUSH")),
+    (4, lambda g: g.lpush(g.r.choice(["LPUSHX", "RPUSHX"]))),
+    (4, lambda g: g.lpop()),
+    (4, lambda g: g.lpop()),
+    (4, lambda g: ["LLEN", g.lkey()]),
+    (4, lambda g: ["LINDEX", g.lkey(), g.lindex_arg()]),
+    (4, lambda g: ["LINDEX", g.lkey(), g.lindex_arg()]),
+    (4, lambda g: ["LRANGE", g.lkey(), g.lindex_arg(), g.lindex_arg()]),
+    (4, lambda g: ["LRANGE", g.lkey(), "0", "-1"]),
+    (4, lambda g: g.ltrim()),
+    (4, lambda g: ["LSET", g.lkey(), g.lindex_arg(), g.lelem()]),
+    (4, lambda g: ["LREM", g.lkey(), g.r.choice(["0", "1", "-1", "2", "-2", "5", "x",
+                                                  "-9223372036854775808"]), g.r.choice(LPOOL)]),
+    (4, lambda g: ["LINSERT", g.lkey(), g.r.choice(["BEFORE", "AFTER", "before", "after", "MID"]),
+                   g.r.choice(LPOOL), g.lelem()]),
+    (4, lambda g: g.lpos()),
+    (4, lambda g: g.lpos()),
+    (4, lambda g: [g.r.choice(["TYPE", "EXISTS", "DEL", "PERSIST", "TTL"]), g.lkey()]),
+    (4, lambda g: ["RENAME", g.lkey(), g.lkey()]),
+    (4, lambda g: [g.r.choice(["EXPIRE", "PEXPIRE"]), g.lkey(), g.ttl_arg(1000)]),
+    (4, lambda g: [g.r.choice(["LPUSH", "RPUSH", "LPUSHX", "LPOP", "RPOP", "LLEN", "LINDEX",
+                               "LRANGE", "LTRIM", "LSET", "LREM", "LINSERT", "LPOS"])] +
+     [g.lkey()] * g.r.randint(0, 1) + ["1"] * g.r.randint(0, 5)),
+    (4, lambda g: [g.r.choice(["GET", "HGET", "ZCARD", "INCR", "HLEN", "APPEND"])] +
+     [g.lkey()] + ["f"] * g.r.randint(0, 1)),
 ]
 
 
@@ -384,7 +480,7 @@ def main():
     ap.add_argument("--seed", type=int, default=int(os.environ.get("DIFF_SEED", "0")) or
                     random.randrange(1, 2 ** 31))
     ap.add_argument("--count", type=int, default=int(os.environ.get("DIFF_COUNT", "100000")))
-    ap.add_argument("--slices", default=os.environ.get("DIFF_SLICES", "1,2,3"))
+    ap.add_argument("--slices", default=os.environ.get("DIFF_SLICES", "1,2,3,4"))
     a = ap.parse_args()
     slices = {int(s) for s in a.slices.split(",")}
     rbin = os.environ.get("RLIMITD_BIN")
@@ -407,6 +503,9 @@ def main():
         g = Gen(a.seed, slices)
         done = 0
         queued = None
+        # What the stream covered: replies per command (plain / error), WRONGTYPE replies, the
+        # longest list seen; printed at the end so a generator that stopped reaching a case shows.
+        cover, wrongtype, longest = {}, 0, 0
         while done < a.count:
             batch = [g.next() for _ in range(min(64, a.count - done))]
             bigb = frozenset(k.encode("latin-1") for k in g.big)
@@ -427,7 +526,16 @@ def main():
                     return 1
                 if name in ("EXEC", "DISCARD") and flat(want[i])[:4] != b"-ERR":
                     queued = None
+                w = flat(want[i])
+                cnt = cover.setdefault(name, [0, 0])
+                cnt[w[:1] == b"-"] += 1
+                wrongtype += w.startswith(b"-WRONGTYPE")
+                if name in ("LPUSH", "RPUSH", "LPUSHX", "RPUSHX") and w[:1] == b":":
+                    longest = max(longest, int(w[1:-2]))
             done += len(batch)
+        print("covered (plain/error): " + ", ".join(
+            "%s %d/%d" % (n, v[0], v[1]) for n, v in sorted(cover.items())))
+        print("WRONGTYPE replies: %d; longest list: %d" % (wrongtype, longest))
         print("types_diff: %d commands, all replies equal (seed %d)" % (done, a.seed))
         return 0
     finally:

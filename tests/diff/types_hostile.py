@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Hostile input for issue 17's commands on the real daemon: a hash grown to a million fields,
-maxmemory reached before an MSET (all or nothing), KEYS with patterns built to backtrack and
+a list grown to millions of elements (LRANGE 0 -1 of all of it, huge counts and indexes,
+maxmemory reached in the middle of pushing), maxmemory reached before an MSET (all or nothing), KEYS with patterns built to backtrack and
 nest, and a hash deleted giving its memory back. Each check says what it expects; prints
 "N passed, N failed" and exits 1 on any failure. No assertion depends on timing."""
 import os
@@ -56,6 +57,57 @@ def main():
         check("the big hash is accounted", grown - base > fields * 16, True)
         check("DEL of the big hash", flat(c.run([["DEL", "big"]])[0]), b":1\r\n")
         check("its memory is given back", used_memory(c) - base < (grown - base) // 100, True)
+
+        # A list of millions of elements: pushes at both ends, reads anywhere, huge counts.
+        n = int(os.environ.get("HOSTILE_LIST", "2000000"))
+        for i in range(0, n, 1000):
+            c.run([["RPUSH" if i % 2000 else "LPUSH", "biglist"] +
+                   [str(1700000000000 + j) for j in range(i, i + 1000)]])
+        check("LLEN of the big list", flat(c.run([["LLEN", "biglist"]])[0]), b":%d\r\n" % n)
+        whole = c.run([["LRANGE", "biglist", "0", "-1"]])[0]
+        check("LRANGE 0 -1 returns every element", len(whole), n)
+        check("LINDEX in the middle", flat(c.run([["LINDEX", "biglist", str(n // 2)]])[0]),
+              flat(whole[n // 2]))
+        del whole
+        check("LINDEX past the end", flat(c.run([["LINDEX", "biglist", "9223372036854775807"]])[0]),
+              b"$-1\r\n")
+        check("LRANGE with huge bounds", len(c.run([["LRANGE", "biglist", "-9223372036854775808",
+                                                     "-9223372036854775807"]])[0]), 0)
+        check("LPOS with MAXLEN 0 over all of it",
+              flat(c.run([["LPOS", "biglist", "nope", "COUNT", "0", "MAXLEN", "0"]])[0]),
+              b"*0\r\n")
+        check("LREM of nothing over all of it", flat(c.run([["LREM", "biglist", "0", "x"]])[0]),
+              b":0\r\n")
+        popped = c.run([["RPOP", "biglist", "9223372036854775807"]])[0]
+        check("RPOP with a huge count pops everything", len(popped), n)
+        check("...and deletes the key", flat(c.run([["EXISTS", "biglist"]])[0]), b":0\r\n")
+        check("a big list's memory is given back", used_memory(c) - base < n, True)
+        c.run([["RPUSH", "l2"] + ["x"] * 1000])
+        check("LTRIM to nothing", flat(c.run([["LTRIM", "l2", "9223372036854775807", "0"]])[0]),
+              b"+OK\r\n")
+        check("...deletes the key", flat(c.run([["TYPE", "l2"]])[0]), b"+none\r\n")
+
+        # maxmemory reached in the middle of pushing: Redis's -OOM, the list stays as it was.
+        c.run([["RPUSH", "pushed", "a"]])
+        cap = used_memory(c) + 2000000
+        check("CONFIG SET maxmemory", flat(c.run([["CONFIG", "SET", "maxmemory", str(cap)]])[0]),
+              b"+OK\r\n")
+        oom = None
+        for i in range(2000):
+            r = flat(c.run([["RPUSH", "pushed"] + ["y" * 100] * 100])[0])
+            if not r.startswith(b":"):
+                oom = r
+                break
+        check("pushing past maxmemory gets -OOM", (oom or b"")[:4], b"-OOM")
+        size = flat(c.run([["LLEN", "pushed"]])[0])
+        check("the refused push added nothing", flat(c.run([["RPUSH", "pushed", "z"]])[0])[:4],
+              b"-OOM")
+        check("...the list is intact", flat(c.run([["LLEN", "pushed"]])[0]), size)
+        check("LINSERT and LSET are refused too",
+              [flat(x)[:4] for x in c.run([["LINSERT", "pushed", "BEFORE", "a", "b"],
+                                           ["LSET", "pushed", "0", "b"]])], [b"-OOM", b"-OOM"])
+        check("reads and pops still work", flat(c.run([["LPOP", "pushed"]])[0]), b"$1\r\na\r\n")
+        c.run([["CONFIG", "SET", "maxmemory", "0"], ["DEL", "pushed"]])
 
         # maxmemory reached: an MSET that would create a key writes nothing at all.
         c.run([["MSET", "m1", "a", "m2", "b"]])

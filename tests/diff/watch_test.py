@@ -68,6 +68,28 @@ SCENARIOS = {
         (0, ["WATCH", "z"]), (1, ["ZPOPMAX", "z"]), (0, ["MULTI"]), (0, ["EXEC"]),
         (0, ["WATCH", "z"]), (1, ["ZPOPMIN", "z"]), (0, ["MULTI"]), (0, ["EXEC"]),
         (0, ["EXISTS", "z"])],
+    "list writes abort, list no-ops do not": [
+        (0, ["RPUSH", "wl", "a", "b", "c"]), (0, ["WATCH", "wl"]), (1, ["LPUSH", "wl", "x"]),
+        (0, ["MULTI"]), (0, ["LRANGE", "wl", "0", "-1"]), (0, ["EXEC"]),
+        (0, ["WATCH", "wl"]), (1, ["LTRIM", "wl", "0", "-1"]), (0, ["MULTI"]), (0, ["EXEC"]),
+        (0, ["WATCH", "wl"]), (1, ["LREM", "wl", "0", "nope"]), (1, ["LPOP", "wl", "0"]),
+        (1, ["LINSERT", "wl", "BEFORE", "nope", "y"]), (1, ["LPUSHX", "nol", "y"]),
+        (0, ["MULTI"]), (0, ["LLEN", "wl"]), (0, ["EXEC"]),
+        (0, ["WATCH", "wl"]), (1, ["LSET", "wl", "0", "x"]), (0, ["MULTI"]), (0, ["EXEC"]),
+        (0, ["WATCH", "wl"]), (1, ["RPOP", "wl", "9"]), (0, ["MULTI"]), (0, ["EXISTS", "wl"]),
+        (0, ["EXEC"])],
+    "lists in MULTI and in Lua scripts": [
+        (0, ["MULTI"]), (0, ["RPUSH", "ml", "1", "2", "3"]), (0, ["LPOP", "ml", "2"]),
+        (0, ["LPUSH", "ms", "x"]), (0, ["SET", "ms", "v"]), (0, ["LPUSH", "ms", "y"]),
+        (0, ["EXEC"]),
+        (0, ["EVAL", "redis.call('LPUSH', KEYS[1], ARGV[1]); redis.call('LTRIM', KEYS[1], 0, 2);"
+             " return redis.call('LRANGE', KEYS[1], 0, -1)", "1", "sl", "1700000000001"]),
+        (0, ["EVAL", "for i = 1, 5 do redis.call('RPUSH', KEYS[1], i) end;"
+             " return {redis.call('LPOS', KEYS[1], '3'), redis.call('LINDEX', KEYS[1], -1),"
+             " redis.call('LLEN', KEYS[1]), redis.call('TYPE', KEYS[1])}", "1", "sl"]),
+        (0, ["EVAL", "return redis.pcall('LPUSH', KEYS[1], 'x')", "1", "ms"]),
+        (0, ["EVAL", "return redis.call('LPOP', KEYS[1], 100)", "1", "sl"]),
+        (0, ["EVAL", "return redis.call('LPOP', KEYS[1])", "1", "sl"])],
 }
 
 # rlimitd only: limiter commands are writes to their key like any other.

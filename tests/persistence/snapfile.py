@@ -3,7 +3,7 @@
 persistence tests. Written from the document, not from src/snap.c, so that the daemon's files are
 checked against what the format promises another tool.
 
-  snapfile.py verify FILE         exit 0 if FILE is a valid version-1, -2 or -3 snapshot; prints counts
+  snapfile.py verify FILE         exit 0 if FILE is a valid version-1 to -4 snapshot; prints counts
   snapfile.py dump FILE           one line per record: type key expiry value
   snapfile.py regions FILE        "name offset" for one byte of every region of the file
   snapfile.py flip FILE OFFSET    xor the byte at OFFSET with 0x01 (in place)
@@ -19,7 +19,7 @@ import ctypes.util
 import struct
 import sys
 
-TYPES = {1: "gcra", 2: "int", 3: "raw", 4: "wlog", 5: "zset", 6: "hash"}
+TYPES = {1: "gcra", 2: "int", 3: "raw", 4: "wlog", 5: "zset", 6: "hash", 7: "list"}
 
 
 def xxh3(data):
@@ -56,7 +56,7 @@ def parse(b):
     if b[:8] != b"RLIMSNAP":
         raise Bad(0, "bad magic")
     version, flags, created, reserved = struct.unpack_from("<IIqq", b, 8)
-    if version not in (1, 2, 3):
+    if version not in (1, 2, 3, 4):
         raise Bad(8, "unsupported version %d" % version)
     if flags != 0:
         raise Bad(12, "unknown flags")
@@ -76,7 +76,8 @@ def parse(b):
         if t == 0xFF:
             regions.append(("end-marker", at))
             break
-        if t not in TYPES or (t == 5 and version < 2) or (t == 6 and version < 3):
+        if (t not in TYPES or (t == 5 and version < 2) or (t == 6 and version < 3) or
+                (t == 7 and version < 4)):
             raise Bad(at, "unknown type %d" % t)
         klen, off = varint(b, off, end)
         if klen > end - off:
@@ -132,6 +133,21 @@ def parse(b):
                     raise Bad(at, "duplicate hash field")
                 value[f] = bytes(b[off:off + vlen])
                 off += vlen
+        elif t == 7:
+            if first:
+                regions.append(("list-count", off))
+            n, off = varint(b, off, end)
+            if n == 0:
+                raise Bad(at, "empty list")
+            value = []
+            for i in range(n):
+                elen, off = varint(b, off, end)
+                if elen > end - off:
+                    raise Bad(at, "list element past the end")
+                if i == 0 and first and elen:
+                    regions.append(("list-element", off))
+                value.append(bytes(b[off:off + elen]))
+                off += elen
         elif t == 5:
             if first:
                 regions.append(("zset-count", off))
@@ -232,7 +248,8 @@ def main(argv):
     elif cmd == "dump":
         for t, key, expire, value in records:
             if isinstance(value, list):
-                value = ",".join(str(v) for v in value)
+                value = ",".join(v.decode("latin-1") if isinstance(v, bytes) else str(v)
+                                 for v in value)
             elif isinstance(value, bytes):
                 value = value.decode("latin-1")
             print(t, key.decode("latin-1"), expire, value)

@@ -114,8 +114,8 @@ while read -r region off; do
     "${SNAPFILE[@]}" flip "$f" "$off"
     case $region in
     magic) want='magic' ;;
-    # 3 xor 1 is 2, a version still read: the checksum is what refuses that file.
-    version) want='checksum' ;;
+    # 4 xor 1 is 5, a version from the future: refused as such before the checksum is read.
+    version) want='unsupported format version' ;;
     flags) want='flags' ;;
     *) want='' ;;
     esac
@@ -140,7 +140,7 @@ printf 'REDIS001' | dd of="$f" bs=1 seek=0 conv=notrunc status=none
 refused wrong-magic 'magic'
 
 f=$(prepare future-version)
-"${SNAPFILE[@]}" setbyte "$f" 8 4
+"${SNAPFILE[@]}" setbyte "$f" 8 5
 "${SNAPFILE[@]}" rechecksum "$f"
 refused future-version 'unsupported format version'
 

@@ -781,7 +781,7 @@ static unsigned char *small_file(struct layout *L, size_t *len)
     unsigned char *buf = slurp(path, len);
     cr_assert_eq(*len, L->size);
     cr_assert_eq(L->size, 32 + 19 + 19 + 14 + 23 + 17, "the layout of docs/SNAPSHOT.md");
-    cr_assert_arr_eq(buf, "RLIMSNAP\x03\0\0\0\0\0\0\0", 16);
+    cr_assert_arr_eq(buf, "RLIMSNAP\x04\0\0\0\0\0\0\0", 16);
     cr_assert_eq(buf[L->marker], 0xff);
     cr_assert_eq(buf[L->count], 4);
     cr_assert_eq(buf[L->wl_delta], 100);
@@ -835,8 +835,8 @@ Test(snap, a_flipped_byte_in_any_region_is_refused)
     } cases[] = {
         {"magic", 0, "magic"},
         {"magic end", 7, "magic"},
-        /* bit 0 of 3 gives 2, a version still read: the checksum refuses that one */
-        {"version", 8, NULL},
+        /* bit 0 of 4 gives 5, a version from the future */
+        {"version", 8, "unsupported format version"},
         {"version high byte", 11, "unsupported format version"},
         {"flags", 12, "flags"},
         {"created", 16, NULL},
@@ -1349,7 +1349,7 @@ Test(snap, version_1_files_still_load)
                  err);
     size_t len;
     unsigned char *buf = slurp(path, &len);
-    cr_assert_eq(buf[8], 3);
+    cr_assert_eq(buf[8], SNAP_VERSION);
     buf[8] = 1;
     rechecksum(buf, len);
     spit(path, buf, len);
@@ -1435,6 +1435,78 @@ Test(snap, hashes_round_trip_and_need_version_3)
     buf[8] = 2;
     rechecksum(buf, len);
     expect_refused(buf, len, "unknown record type 6", "a hash under version 2");
+    free(buf);
+}
+
+/* Lists (format version 4): one block, a deque of blocks, integer and binary elements survive a
+ * save and load in order; a version-3 file holding one is refused, and a list record whose
+ * lengths run past the file is refused. */
+static void put_list(struct keyspace *k, const char *key, int n, const char *prefix)
+{
+    struct ks_key kk;
+    struct ks_lref r;
+    ks_key_init(k, &kk, key, strlen(key));
+    unsigned shard = ks_shard(k, &kk);
+    ks_lock(k, shard);
+    cr_assert_eq(ks_list_open(k, &kk, SAVE_AT, KS_H_CREATE, &r), KS_OK);
+    char e[64];
+    for (int i = 0; i < n; i++) {
+        int len = snprintf(e, sizeof(e), "%s%d", prefix, i);
+        lv_insert(&r.l, lv_count(r.l), e, (size_t)len);
+    }
+    ks_list_close(k, &kk, &r, 1);
+    ks_unlock(k, shard);
+}
+
+Test(snap, lists_round_trip_and_need_version_4)
+{
+    put_list(ks, "window", 10, "17000000000");
+    put_list(ks, "long", 5000, "e");
+    put_list(ks, "odd", 3, "\x00\xff-0");
+    char err[512] = "";
+    uint64_t written;
+    cr_assert_eq(save_ks(ks, tmpdir, "dump.snap", SAVE_AT, &written, err, sizeof(err)), 0, "%s",
+                 err);
+    struct keyspace *fresh = ks_create(6, seed);
+    struct loader l = {fresh, SAVE_AT, 0, 0, 0, 0};
+    struct snap_info info;
+    cr_assert_eq(snap_read(path, load_cb, &l, &info, err, sizeof(err)), 0, "%s", err);
+    cr_expect_eq(info.by_type[KS_LIST], 3);
+    const char *names[] = {"window", "long", "odd"};
+    const char *prefix[] = {"17000000000", "e", "\x00\xff-0"};
+    size_t counts[] = {10, 5000, 3};
+    for (int i = 0; i < 3; i++) {
+        struct ks_key kk;
+        struct ks_lref r;
+        ks_key_init(fresh, &kk, names[i], strlen(names[i]));
+        cr_assert_eq(ks_list_open(fresh, &kk, SAVE_AT, KS_H_READ, &r), KS_OK);
+        cr_assert_not_null(r.l, "%s", names[i]);
+        cr_expect_eq(lv_count(r.l), counts[i], "%s", names[i]);
+        for (size_t j = 0; j < counts[i]; j += 97) {
+            char want[64];
+            struct lv_elem e;
+            int len = snprintf(want, sizeof(want), "%s%zu", prefix[i], j);
+            lv_get(r.l, j, &e);
+            cr_expect(e.len == (size_t)len && memcmp(e.p, want, e.len) == 0, "%s[%zu]",
+                      names[i], j);
+        }
+    }
+    ks_destroy(&fresh);
+    size_t len;
+    unsigned char *buf = slurp(path, &len);
+    buf[8] = 3;
+    rechecksum(buf, len);
+    expect_refused(buf, len, "unknown record type 7", "a list under version 3");
+    free(buf);
+
+    /* An element length past the end of the file. */
+    struct snap_writer *w = snap_writer_open(tmpdir, "dump.snap", T0, err, sizeof(err));
+    cr_assert_not_null(w, "%s", err);
+    unsigned char rec[] = {7, 1, 'l', 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 'a', 100, 'b'};
+    cr_assert_eq(snap_writer_write(w, rec, sizeof(rec), 1, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(snap_writer_commit(w, err, sizeof(err)), 0, "%s", err);
+    buf = slurp(path, &len);
+    expect_refused(buf, len, "bad list element length", "an element past the end");
     free(buf);
 }
 
