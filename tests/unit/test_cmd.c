@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rlimitd/cmd.h"
 #include "rlimitd/conf.h"
@@ -154,6 +155,16 @@ static int found(const char *name, size_t len)
     return !(out.len >= sizeof(unknown) - 1 && memcmp(out.p, unknown, sizeof(unknown) - 1) == 0);
 }
 
+/* Whether name is, ignoring ASCII case, some command's name (a near miss of one command may be
+ * another: LPUSH + X is LPUSHX, MSET with one bit changed is LSET). */
+static int is_some_name(const char *name, size_t len)
+{
+    for (int i = 0; i < cmd_count(); i++)
+        if (strlen(cmd_name(i)) == len && strncasecmp(cmd_name(i), name, len) == 0)
+            return 1;
+    return 0;
+}
+
 Test(cmd, command_names_match_ignoring_ascii_case_only)
 {
     static const char *const runs_in_multi[] = {"multi", "exec", "discard", "reset", "quit",
@@ -179,16 +190,16 @@ Test(cmd, command_names_match_ignoring_ascii_case_only)
         }
         memcpy(v, name, len);
         v[len] = 'x';
-        cr_expect(!found(v, len + 1), "%s + x", name);
-        cr_expect(!found(v, len - 1), "%s cut", name);
+        cr_expect(is_some_name(v, len + 1) || !found(v, len + 1), "%s + x", name);
+        cr_expect(is_some_name(v, len - 1) || !found(v, len - 1), "%s cut", name);
         for (size_t j = 0; j < len; j++) {
             int letter = (name[j] >= 'a' && name[j] <= 'z') || (name[j] >= 'A' && name[j] <= 'Z');
             memcpy(v, name, len);
             v[j] = (char)(name[j] ^ 0x01);
-            cr_expect(!found(v, len), "%s, byte %zu ^ 1", name, j);
+            cr_expect(is_some_name(v, len) || !found(v, len), "%s, byte %zu ^ 1", name, j);
             v[j] = (char)(name[j] ^ 0x20);
             if (!letter)
-                cr_expect(!found(v, len), "%s, byte %zu ^ 0x20", name, j);
+                cr_expect(is_some_name(v, len) || !found(v, len), "%s, byte %zu ^ 0x20", name, j);
             else if (!skip)
                 cr_expect(found(v, len), "%s, byte %zu ^ 0x20", name, j);
         }
