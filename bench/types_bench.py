@@ -86,7 +86,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="types-bench.")
     rp, op = free_port(), free_port()
     r = measure("rlimitd", [rbin, "--port", str(rp), "--bind", "127.0.0.1", "--dir", tmp,
-                            "--save-interval", "0", "--threads", "1"], rp, keys, reqs)
+                            "--save-interval", "0", "--threads", "1", "--busy-poll-us", "0"], rp, keys, reqs)
     o = measure("redis", ["redis-server", "--port", str(op), "--bind", "127.0.0.1", "--save", "",
                           "--appendonly", "no", "--dir", tmp], op, keys, reqs)
     print("| token-bucket hash (2 fields), %d keys | rlimitd | redis-server 7.0 | ratio | target |"
