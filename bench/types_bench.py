@@ -2,14 +2,18 @@
 """types_bench.py - hashes (and lists, once rlimitd has them) against Redis in one run (issue 17).
 Driven by bench/types.sh; prints a Markdown table.
 
-For each server in turn, a fresh process on a free port (rlimitd with 1 I/O thread, redis-server
-with persistence off):
-  memory: KEYS token-bucket hashes (HSET k tokens <n> ts <13-digit ms>), used_memory growth per
-          key (INFO memory), target rlimitd <= 0.5x Redis;
+Both servers run at once, each a fresh process on a free port (rlimitd with 1 I/O thread and busy
+polling off, as Redis has one thread and no spinning: a spinning thread's CPU time is not work
+done for a request; redis-server with persistence off):
+  memory: KEYS token-bucket hashes (HSET k tokens <n> ts <13-digit ms>) loaded into each,
+          used_memory growth per key (INFO memory), target rlimitd <= 0.5x Redis;
   CPU:    REQS requests of HMGET k tokens ts + HSET k tokens <n> ts <ms> over those keys at
-          pipeline 16: server CPU (utime+stime of the server process, all threads, from
-          /proc/PID/stat) per request pair, target rlimitd <= 0.7x Redis. The client is Python:
-          throughput is the client's, CPU per request is the server's and is what counts.
+          pipeline 16, sent to the two servers in alternating slices (SLICES of them, the order
+          swapped each time) so that both see the same machine: a shared, busy CPU changes the
+          cost of a request from minute to minute. Server CPU (utime+stime of the server
+          process, all threads, from /proc/PID/stat) per request pair, summed over the slices,
+          target rlimitd <= 0.7x Redis. The client is Python: throughput is the client's, CPU
+          per request is the server's and is what counts.
 """
 import os
 import random
@@ -20,7 +24,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "diff"))
-from types_diff import Conn, free_port, start  # noqa: E402
+from types_diff import Conn, encode, free_port, start  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -39,44 +43,69 @@ def used_memory(c):
     raise RuntimeError("no used_memory")
 
 
-def blast(port, cmds, depth):
-    """Sends cmds with `depth` requests in flight, reading replies as raw bytes (counted by
-    lines is not safe for bulk replies, so a Conn parses them)."""
-    c = Conn(port)
-    for i in range(0, len(cmds), depth):
-        c.run(cmds[i:i + depth])
+def blast(c, batches):
+    """Sends each pre-encoded batch and reads its replies (parsed by the Conn: bulk replies
+    cannot be counted by lines)."""
+    for data, n in batches:
+        c.sock.sendall(data)
+        for _ in range(n):
+            c.reply()
 
 
-def measure(name, argv, port, keys, reqs):
-    p = start(argv, port)
-    try:
-        c = Conn(port)
-        base = used_memory(c)
-        now = int(time.time() * 1000)
-        batch = []
-        for k in range(keys):
-            batch.append(["HSET", "tb:%d" % k, "tokens", str(k % 100), "ts", str(now + k)])
-            if len(batch) == 1000:
-                c.run(batch)
-                batch = []
-        if batch:
+def load(c, keys, now):
+    base = used_memory(c)
+    batch = []
+    for k in range(keys):
+        batch.append(["HSET", "tb:%d" % k, "tokens", str(k % 100), "ts", str(now + k)])
+        if len(batch) == 1000:
             c.run(batch)
-        mem = (used_memory(c) - base) / keys
+            batch = []
+    if batch:
+        c.run(batch)
+    return (used_memory(c) - base) / keys
+
+
+SLICES = 10
+
+
+def measure(servers, keys, reqs):
+    """servers: name -> (argv, port). Returns name -> {mem, cpu_us, rate}."""
+    procs, conns, res = {}, {}, {}
+    try:
+        for name, (argv, port) in servers.items():
+            procs[name] = start(argv, port)
+            conns[name] = Conn(port)
+        now = int(time.time() * 1000)
+        for name in servers:
+            res[name] = {"mem": load(conns[name], keys, now), "cpu": 0.0, "dt": 0.0}
         rnd = random.Random(1)
-        cmds = []
-        for _ in range(reqs):
-            k = "tb:%d" % rnd.randrange(keys)
-            cmds.append(["HMGET", k, "tokens", "ts"])
-            cmds.append(["HSET", k, "tokens", str(rnd.randrange(100)), "ts", str(now)])
-        c0 = cpu_seconds(p.pid)
-        t0 = time.monotonic()
-        blast(port, cmds, 16)
-        dt = time.monotonic() - t0
-        cpu = cpu_seconds(p.pid) - c0
-        return {"mem": mem, "cpu_us": cpu / reqs * 1e6, "rate": reqs / dt}
+        batches = []
+        for i in range(0, reqs, 8):
+            cmds = []
+            for _ in range(min(8, reqs - i)):
+                k = "tb:%d" % rnd.randrange(keys)
+                cmds.append(["HMGET", k, "tokens", "ts"])
+                cmds.append(["HSET", k, "tokens", str(rnd.randrange(100)), "ts", str(now)])
+            batches.append((b"".join(encode(c) for c in cmds), len(cmds)))
+        per = (len(batches) + SLICES - 1) // SLICES
+        names = list(servers)
+        for s in range(SLICES):
+            part = batches[s * per:(s + 1) * per]
+            for name in (names if s % 2 == 0 else names[::-1]):
+                pid = procs[name].pid
+                c0 = cpu_seconds(pid)
+                t0 = time.monotonic()
+                blast(conns[name], part)
+                res[name]["dt"] += time.monotonic() - t0
+                res[name]["cpu"] += cpu_seconds(pid) - c0
+        for r in res.values():
+            r["cpu_us"] = r["cpu"] / reqs * 1e6
+            r["rate"] = reqs / r["dt"]
+        return res
     finally:
-        p.kill()
-        p.wait()
+        for p in procs.values():
+            p.kill()
+            p.wait()
 
 
 def main():
@@ -85,10 +114,12 @@ def main():
     reqs = int(sys.argv[3]) if len(sys.argv) > 3 else 200000
     tmp = tempfile.mkdtemp(prefix="types-bench.")
     rp, op = free_port(), free_port()
-    r = measure("rlimitd", [rbin, "--port", str(rp), "--bind", "127.0.0.1", "--dir", tmp,
-                            "--save-interval", "0", "--threads", "1", "--busy-poll-us", "0"], rp, keys, reqs)
-    o = measure("redis", ["redis-server", "--port", str(op), "--bind", "127.0.0.1", "--save", "",
-                          "--appendonly", "no", "--dir", tmp], op, keys, reqs)
+    res = measure({
+        "rlimitd": ([rbin, "--port", str(rp), "--bind", "127.0.0.1", "--dir", tmp,
+                     "--save-interval", "0", "--threads", "1", "--busy-poll-us", "0"], rp),
+        "redis": (["redis-server", "--port", str(op), "--bind", "127.0.0.1", "--save", "",
+                   "--appendonly", "no", "--dir", tmp], op)}, keys, reqs)
+    r, o = res["rlimitd"], res["redis"]
     print("| token-bucket hash (2 fields), %d keys | rlimitd | redis-server 7.0 | ratio | target |"
           % keys)
     print("|---|---|---|---|---|")
