@@ -24,8 +24,10 @@
 
 struct hashval;
 
-/* Room for a packed hash outside the heap (a handler's stack, via struct ks_href). */
-#define HV_LOCAL_BYTES 512
+/* Room for a packed hash outside the heap (a handler's stack, via struct ks_href): enough for
+ * any compact form loaded, as an integer's text is at most 2.25 times its stored bytes (an
+ * empty field and a 6-byte integer: 8 stored bytes, 18 as text). */
+#define HV_LOCAL_BYTES 640
 struct hv_local {
     _Alignas(8) unsigned char b[HV_LOCAL_BYTES];
 };
@@ -51,11 +53,15 @@ int hv_is_local(const struct hashval *h);
 struct hashval *hv_to_heap(struct hashval *h);
 
 /* Writes the compact form of h into out (cap bytes) and returns its length: 0 if h is not
- * packed, is empty, or its compact form is longer than cap or than HV_COMPACT_MAX, or it would
- * not load back into a struct hv_local. */
+ * packed, is empty, or its compact form is longer than cap or than HV_COMPACT_MAX. */
 size_t hv_compact_write(const struct hashval *h, unsigned char *out, size_t cap);
 /* A packed hash in buf holding what the n bytes at c (from hv_compact_write) encode. */
 struct hashval *hv_compact_load(struct hv_local *buf, const unsigned char *c, size_t n);
+/* HSET's common case on a compact form (n bytes at c): if field f is there and value v's
+ * encoding is exactly as long as the current one's, rewrites it in place and returns 1; else
+ * returns 0 and c is unchanged (the caller loads, sets and writes the hash instead). */
+int hv_compact_update(unsigned char *c, size_t n, const char *f, size_t flen, const char *v,
+                      size_t vlen);
 /* The field count of a compact form (without loading it). */
 size_t hv_compact_count(const unsigned char *c, size_t n);
 

@@ -391,9 +391,6 @@ size_t hv_compact_write(const struct hashval *h, unsigned char *out, size_t cap)
         return 0;
     if (cap > HV_COMPACT_MAX)
         cap = HV_COMPACT_MAX;
-    /* Loading expands integers back to text: the text form is p->h.used bytes. */
-    if (sizeof(struct packed) + h->used > HV_LOCAL_BYTES)
-        return 0;
     const struct packed *p = (const struct packed *)h;
     size_t pos = 0, n = 0;
     while (pos < p->h.used) {
@@ -432,6 +429,8 @@ struct hashval *hv_compact_load(struct hv_local *buf, const unsigned char *c, si
     p->h.local = 1;
     unsigned char *d = p->data;
     size_t pos = 0;
+    _Static_assert(sizeof(struct packed) + HV_COMPACT_MAX * 9 / 4 <= HV_LOCAL_BYTES,
+                   "a loaded compact form fits a struct hv_local");
     while (pos < n) {
         size_t fl = c[pos];
         memcpy(d, c + pos, 1 + fl);
@@ -457,6 +456,56 @@ struct hashval *hv_compact_load(struct hv_local *buf, const unsigned char *c, si
     }
     p->h.used = (uint16_t)(d - p->data);
     return &p->h;
+}
+
+/* The compact encoding of value v (tag and bytes) into out (1 + 8 bytes at least; a string is
+ * not copied: *str is set to it instead). Returns the encoded length, 0 if v is too long to be
+ * packed. */
+static size_t encode_value(const char *v, size_t vlen, unsigned char *out, const char **str)
+{
+    int64_t iv;
+    *str = NULL;
+    if (vlen > 0 && vlen <= 20 && util_parse_i64(v, vlen, &iv) == 0) {
+        size_t w = int_width(iv);
+        out[0] = (unsigned char)(VTAG_INT + w);
+        uint64_t u = (uint64_t)iv;
+        for (size_t i = 0; i < w; i++, u >>= 8)
+            out[1 + i] = (unsigned char)u;
+        return 1 + w;
+    }
+    if (vlen > HV_PACKED_MAX_LEN)
+        return 0;
+    out[0] = (unsigned char)vlen;
+    *str = v;
+    return 1 + vlen;
+}
+
+int hv_compact_update(unsigned char *c, size_t n, const char *f, size_t flen, const char *v,
+                      size_t vlen)
+{
+    size_t pos = 0;
+    while (pos < n) {
+        size_t fl = c[pos];
+        size_t vpos = pos + 1 + fl;
+        unsigned tag = c[vpos];
+        size_t old = 1 + (tag >= VTAG_INT ? tag - VTAG_INT : tag);
+        if (fl == flen && memcmp(c + pos + 1, f, flen) == 0) {
+            unsigned char enc[9];
+            const char *str;
+            size_t len = encode_value(v, vlen, enc, &str);
+            if (len != old)
+                return 0;
+            if (str != NULL) {
+                c[vpos] = enc[0];
+                memcpy(c + vpos + 1, str, vlen);
+            } else {
+                memcpy(c + vpos, enc, len);
+            }
+            return 1;
+        }
+        pos = vpos + old;
+    }
+    return 0;
 }
 
 size_t hv_compact_count(const unsigned char *c, size_t n)

@@ -159,3 +159,55 @@ Test(hashval, local_outgrows_buffer)
         free(m);
     }
 }
+
+/* The in-place update gives exactly the bytes the general path (load, hv_set, write) gives, or
+ * declines and leaves the compact form as it was. */
+Test(hashval, compact_update_matches_general_path)
+{
+    srand(23);
+    int inplace = 0, declined = 0;
+    for (int round = 0; round < 3000; round++) {
+        struct hashval *h = hv_new();
+        char f[70], v[70];
+        size_t flen, vlen;
+        char names[6][70];
+        size_t nlen[6];
+        int nf = 1 + rand() % 6;
+        for (int k = 0; k < nf; k++) {
+            nlen[k] = (size_t)snprintf(names[k], sizeof(names[k]), "f%d", k);
+            rand_str(v, &vlen, 20);
+            hv_set(&h, names[k], nlen[k], v, vlen);
+        }
+        unsigned char c[HV_COMPACT_MAX], before[HV_COMPACT_MAX], want[HV_COMPACT_MAX];
+        size_t cn = hv_compact_write(h, c, sizeof(c));
+        hv_free(h);
+        cr_assert(cn > 0);
+        memcpy(before, c, cn);
+        int pick = rand() % (nf + 1); /* nf: a field that is not there */
+        if (pick == nf) {
+            flen = 3;
+            memcpy(f, "zzz", 3);
+        } else {
+            flen = nlen[pick];
+            memcpy(f, names[pick], flen);
+        }
+        rand_str(v, &vlen, rand() % 10 == 0 ? 70 : 20);
+        struct hv_local buf;
+        struct hashval *l = hv_compact_load(&buf, c, cn);
+        hv_set(&l, f, flen, v, vlen);
+        size_t wn = hv_compact_write(l, want, sizeof(want));
+        hv_free(l);
+        if (hv_compact_update(c, cn, f, flen, v, vlen)) {
+            inplace++;
+            cr_assert_eq(wn, cn);
+            cr_assert(memcmp(c, want, cn) == 0, "round %d", round);
+        } else {
+            declined++;
+            cr_assert(memcmp(c, before, cn) == 0);
+            cr_assert(pick == nf || wn != cn || vlen > HV_PACKED_MAX_LEN || wn == 0 ||
+                          memcmp(want, c, cn) != 0,
+                      "declined an update of the same size (round %d)", round);
+        }
+    }
+    cr_assert(inplace > 100 && declined > 100, "%d in place, %d declined", inplace, declined);
+}
