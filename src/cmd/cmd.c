@@ -40,9 +40,11 @@ static void join_areas(void)
 }
 
 /* Lookup: command names are short; an open-addressing table over a case-folded hash, built
- * once, answers in one or two probes. */
+ * once, answers in one or two probes. Each slot keeps its name's full hash, so a probe that
+ * meets another command costs one comparison, not a name comparison. */
 #define LOOKUP_SLOTS 512
 static int lookup_slot[LOOKUP_SLOTS];
+static uint32_t lookup_hash[LOOKUP_SLOTS];
 static pthread_once_t lookup_once = PTHREAD_ONCE_INIT;
 
 static uint32_t name_hash(const char *s, size_t len)
@@ -63,21 +65,24 @@ static void build_lookup(void)
     for (int i = 0; i < LOOKUP_SLOTS; i++)
         lookup_slot[i] = -1;
     for (int i = 0; i < ncommands; i++) {
-        uint32_t h = name_hash(commands[i].name, strlen(commands[i].name));
+        uint32_t full = name_hash(commands[i].name, strlen(commands[i].name));
+        uint32_t h = full;
         while (lookup_slot[h % LOOKUP_SLOTS] != -1)
             h++;
         lookup_slot[h % LOOKUP_SLOTS] = i;
+        lookup_hash[h % LOOKUP_SLOTS] = full;
     }
 }
 
 static int lookup(const char *name, size_t len)
 {
     pthread_once(&lookup_once, build_lookup);
-    for (uint32_t h = name_hash(name, len);; h++) {
+    uint32_t full = name_hash(name, len);
+    for (uint32_t h = full;; h++) {
         int i = lookup_slot[h % LOOKUP_SLOTS];
         if (i < 0)
             return -1;
-        if (util_eq_nocase(name, len, commands[i].name))
+        if (lookup_hash[h % LOOKUP_SLOTS] == full && util_eq_nocase(name, len, commands[i].name))
             return i;
     }
 }
