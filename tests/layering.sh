@@ -150,5 +150,60 @@ for f in cmd/script_cache.c cmd/script_lua.c; do
     fi
 done
 
+# No two source files depend on each other through includes. A header belongs to the .c file of
+# its name (x.h and x_internal.h to x.c); a file including another's header depends on it. Any
+# cycle (strongly connected set of files) is a violation: dependencies point one way.
+while IFS= read -r line; do
+    if [[ $line == ok ]]; then
+        pass=$((pass + 1))
+    else
+        violation "include cycle: $line"
+    fi
+done < <(python3 - <<'PY'
+import os, re
+impl, deps = {}, {}
+for d, _, names in os.walk('.'):
+    for n in names:
+        if n.endswith('.c'):
+            impl[n[:-2]] = os.path.join(d, n)
+for mod, path in impl.items():
+    out = set()
+    for line in open(path, encoding='utf-8'):
+        m = re.match(r'#include "(?:rlimitd/)?([a-z_0-9]+)\.h"', line)
+        if m:
+            h = m.group(1)
+            h = h[:-len('_internal')] if h.endswith('_internal') else h
+            if h != mod and h in impl:
+                out.add(h)
+    deps[mod] = out
+index, low, stack, on, counter, cycles = {}, {}, [], set(), [0], []
+def visit(v):
+    index[v] = low[v] = counter[0]
+    counter[0] += 1
+    stack.append(v)
+    on.add(v)
+    for w in sorted(deps[v]):
+        if w not in index:
+            visit(w)
+            low[v] = min(low[v], low[w])
+        elif w in on:
+            low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+        comp = []
+        while True:
+            w = stack.pop()
+            on.discard(w)
+            comp.append(w)
+            if w == v:
+                break
+        if len(comp) > 1:
+            cycles.append(' <-> '.join(sorted(comp)))
+for v in sorted(deps):
+    if v not in index:
+        visit(v)
+print('\n'.join(cycles) if cycles else 'ok')
+PY
+)
+
 echo "layering: $pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -5,9 +5,10 @@
 #                  with its tests against Debian's redis-server, a 3+3 Redis Cluster included;
 #   3. build-asan: ASan + UBSan, every test again; fails on any sanitizer report in the test log
 #      (Criterion forks per test, so a report does not always fail the run by itself: STYLE.md);
-#   4. build-tsan: the daemon alone under ThreadSanitizer, driven by build-ci's config_race test
-#      (CONFIG SET of every live directive while traffic flows on two I/O threads); fails on any
-#      report;
+#   4. build-tsan: ThreadSanitizer: tsan_limiter_top (LIMITER TOP's sketches written by two
+#      threads while read, resized and reset), then the daemon driven by build-ci's config_race
+#      test (CONFIG SET of every live directive while traffic flows on two I/O threads); fails
+#      on any report;
 #   5. tests/fuzz/run.sh, when it exists.
 # Keeps going after a failure so the summary shows everything, then exits non-zero if anything
 # failed. Works from a fresh clone, without a terminal or standard input.
@@ -90,16 +91,19 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 # when halt_on_error stops the daemon before the test prints its log.
 tsan_result="skipped (no build-ci/tests/integration/it_config_race)"
 if [[ -x build-ci/tests/integration/it_config_race ]]; then
-    step "build-tsan: configure, build the daemon, run it_config_race"
+    step "build-tsan: configure, build the daemon and tsan_limiter_top, run both"
     tsan_reports=$root/build-tsan/tsan-reports
-    if setup build-tsan -Db_sanitize=thread -Dwerror=true -Dtests=false -Dmodule=false \
-        </dev/null && meson compile -C build-tsan rlimitd </dev/null; then
+    if setup build-tsan -Db_sanitize=thread -Dwerror=true -Dtests=true -Dmodule=false \
+        </dev/null && meson compile -C build-tsan rlimitd tests/unit/tsan_limiter_top </dev/null; then
         rm -rf "$tsan_reports"
         mkdir -p "$tsan_reports"
         if TSAN_OPTIONS="halt_on_error=1:log_path=$tsan_reports/report" \
+            timeout 300 build-tsan/tests/unit/tsan_limiter_top </dev/null 2>&1 |
+            tee build-tsan/tsan.log &&
+            TSAN_OPTIONS="halt_on_error=1:log_path=$tsan_reports/report" \
             RLIMITD_BIN=$root/build-tsan/rlimitd RLIMITD_SOURCE_ROOT=$root \
             timeout 600 build-ci/tests/integration/it_config_race --jobs=1 </dev/null 2>&1 |
-            tee build-tsan/tsan.log; then
+            tee -a build-tsan/tsan.log; then
             tsan_result=passed
         else
             tsan_result=FAILED

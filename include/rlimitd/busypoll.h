@@ -1,5 +1,5 @@
 /* busypoll.h - when an I/O thread should poll its sockets without sleeping (DESIGN.md "Busy
- * polling", PERFORMANCE.md "Third pass").
+ * polling").
  *
  * A loop that sleeps in epoll_wait as soon as it runs out of work has to be woken by the next
  * request, and the wake-up is paid by whoever sends it: in the client's send(), as an IPI to this

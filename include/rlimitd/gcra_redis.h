@@ -4,7 +4,7 @@
  *
  * Same algorithm as gcra.h, Redis's arithmetic: integer microseconds, `period` a float in seconds,
  * the emission interval rounded to the nearest microsecond. Pure: no I/O, no allocation, no
- * clock. Shared by the daemon (cmd_limit.c, keyspace.c) and rlimit.so (module_cmds.c).
+ * clock. Shared by the daemon (cmd_limit.c, store/ks_values.c) and rlimit.so (module_cmds.c).
  *
  * One state per key: the stored value is CL.THROTTLE's TAT in nanoseconds. GCRA reads it rounded
  * up to a whole microsecond (never earlier than CL.THROTTLE's own reading) and writes whole

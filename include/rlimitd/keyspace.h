@@ -270,7 +270,7 @@ struct ks_record {
 typedef void (*ks_dump_fn)(void *ud, const struct ks_record *r);
 uint64_t ks_dump_shard(struct keyspace *ks, unsigned shard, int64_t now, ks_dump_fn cb, void *ud);
 
-/* A dump of one shard in slices, the lock released between them (keyspace.c "Sliced dumps").
+/* A dump of one shard in slices, the lock released between them (src/store/ks_dump.c "Sliced dumps").
  * ks_dump_begin starts it (shard lock held; at most one dump per shard at a time: the caller
  * serializes saves). Each ks_dump_slice (shard lock held) examines about max_slots slots (it
  * goes on to the next empty slot), calls cb for the live entries not dumped yet, adds their
@@ -296,7 +296,7 @@ void ks_reserve(struct keyspace *ks, uint64_t n);
 int ks_restore(struct keyspace *ks, const struct ks_record *r, int64_t now);
 
 /* Bulk loading into an empty keyspace (a snapshot at start), much faster than ks_restore for
- * millions of keys (keyspace.c "Bulk loading"). ks_bulk_begin returns -1 if the keyspace holds
+ * millions of keys (src/store/ks_dump.c "Bulk loading"). ks_bulk_begin returns -1 if the keyspace holds
  * keys. ks_bulk_add stores a record as ks_restore does (same return values, same checks; a later
  * record of a key replaces an earlier one) but the key is not visible until ks_bulk_end, which
  * must come before any other call on the keyspace. Single-threaded: the caller holds nothing and

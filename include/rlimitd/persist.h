@@ -3,7 +3,7 @@
  *
  * A save walks the shards one at a time, and each shard in slices of 128 slots: under the
  * shard's lock a slice's live entries are encoded into memory (a few microseconds), the lock is
- * released, and once the shard is done its bytes are written out (keyspace.c "Sliced dumps"
+ * released, and once the shard is done its bytes are written out (src/store/ks_dump.c "Sliced dumps"
  * says why every key is still written exactly once). So a client waits at most one slice, and
  * memory overhead is one shard's encoding. BGSAVE runs that walk on its own thread, at
  * SCHED_IDLE and paced (persist.c, struct pacer), so that it takes CPU and memory bandwidth the

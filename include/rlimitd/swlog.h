@@ -4,8 +4,10 @@
  * recorded at max(now, newest) so a wall clock stepping backwards cannot unsort it. Only the newest
  * max_count + 1 attempts can change a decision, so no more are kept.
  *
- * Pure: no I/O, no allocation. The caller (keyspace.c) allocates swlog_bytes(cap) bytes and moves
- * the log to a bigger or smaller ring with swlog_copy when swlog_needed_cap says so. */
+ * Pure: no I/O, no allocation. swlog_update is the one sequence both owners of a log (the daemon's
+ * keyspace, src/store/ks_swlog.c, and the Redis module, src/module/module_state.c) run per attempt;
+ * when the ring must change size it asks the owner's allocation callback for the new ring and
+ * hands the moved log back, and the owner frees the old one. */
 #ifndef RLIMITD_SWLOG_H
 #define RLIMITD_SWLOG_H
 
@@ -52,6 +54,38 @@ uint32_t swlog_fit_cap(uint32_t cap, uint32_t needed, int64_t max_count);
  * a prior swlog_trim with the same now/period: every attempt left after the trim counts, those
  * recorded "ahead" of a clock that stepped back included. */
 int swlog_record(struct swlog *log, int64_t now_ms, int64_t max_count);
+
+/* What one attempt decided (swlog_update). */
+enum swlog_verdict {
+    SWLOG_DENIED = 0,  /* more than max_count attempts in the window, this one included */
+    SWLOG_ALLOWED = 1, /* at most max_count: the log holds exactly the window's attempts */
+};
+
+/* One attempt for swlog_update. */
+struct swlog_attempt {
+    int64_t now_ms;    /* attempts at or before now_ms - period_ms leave the log first */
+    int64_t period_ms; /* (0 makes now_ms the cutoff itself, as RLIMIT.LOGPUSH passes it) */
+    int64_t at_ms;     /* the attempt's time: recorded at max(at_ms, newest) */
+    int64_t max_count; /* >= 0 */
+};
+
+/* What swlog_update leaves. */
+struct swlog_outcome {
+    struct swlog *log; /* the log now: the one passed in, or the new ring from alloc */
+    enum swlog_verdict verdict;
+    uint32_t len;      /* attempts held after the update (the window's count when allowed) */
+    int64_t newest_ms; /* the newest timestamp, the attempt's own: the key expires period after */
+};
+
+/* Memory of swlog_bytes(cap) bytes for the log to move into (never NULL; swlog_update
+ * initializes it). ud is swlog_update's. */
+typedef struct swlog *(*swlog_alloc_fn)(void *ud, uint32_t cap);
+
+/* One attempt: swlog_trim, then moves the log into a ring of swlog_fit_cap slots from alloc if
+ * its size must change, then swlog_record. When outcome.log differs from log the caller owns both
+ * and frees the old one (or its storage); nothing is allocated otherwise. */
+struct swlog_outcome swlog_update(struct swlog *log, const struct swlog_attempt *a,
+                                  swlog_alloc_fn alloc, void *ud);
 
 /* The newest timestamp, or INT64_MIN when empty. */
 int64_t swlog_newest(const struct swlog *log);

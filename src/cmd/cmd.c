@@ -600,7 +600,8 @@ static void run_keys(struct cmd_env *env, struct session *s, int idx, int argc, 
         }
     }
     if (env->slowlog != NULL && !from_script)
-        slowlog_maybe_add(env->slowlog, env->conf, now, dur_us, argc, argv, lens, s);
+        slowlog_maybe_add(env->slowlog, env->conf, now, dur_us, argc, argv, lens,
+                          s != NULL ? s->name : NULL, s != NULL ? s->peer : NULL);
 }
 
 static void reject(struct session *s, int idx, struct rbuf *out, const char *msg)

@@ -51,28 +51,32 @@ static void status_n(struct rbuf *out, const char *p, size_t n)
     out->len += n + 3;
 }
 
+/* Words end at a space, and a word list at '\0' or '|' (key specs, cmd_internal.h). */
+#define WORD_END " |"
+
 static int count_words(const char *s)
 {
     int n = 0;
-    for (const char *p = s; p != NULL && *p != '\0';) {
+    for (const char *p = s; p != NULL && *p != '\0' && *p != '|';) {
         p += strspn(p, " ");
-        if (*p == '\0')
+        if (*p == '\0' || *p == '|')
             break;
         n++;
-        p += strcspn(p, " ");
+        p += strcspn(p, WORD_END);
     }
     return n;
 }
 
-/* An array of the space-separated words of s (NULL = none), as status or bulk replies. */
+/* An array of the space-separated words of s (NULL = none) up to its end or a '|', as status
+ * or bulk replies. */
 static void reply_words(struct rbuf *out, const char *s, int status)
 {
     reply_array(out, count_words(s));
-    for (const char *p = s; p != NULL && *p != '\0';) {
+    for (const char *p = s; p != NULL && *p != '\0' && *p != '|';) {
         p += strspn(p, " ");
-        if (*p == '\0')
+        if (*p == '\0' || *p == '|')
             break;
-        size_t n = strcspn(p, " ");
+        size_t n = strcspn(p, WORD_END);
         if (status)
             status_n(out, p, n);
         else
@@ -88,8 +92,12 @@ static const struct {
 } flag_names[] = {
     {CMD_WRITE, "write"},    {CMD_READONLY, "readonly"},          {CMD_DENYOOM, "denyoom"},
     {CMD_ADMIN, "admin"},    {CMD_NOSCRIPT, "noscript"},          {CMD_LOADING, "loading"},
-    {CMD_STALE, "stale"},    {CMD_SHOW_SKIP_SLOWLOG, "skip_slowlog"}, {CMD_FAST, "fast"},
-    {CMD_NOAUTH, "no_auth"}, {CMD_NO_MULTI, "no_multi"},         {CMD_SHOW_ALLOW_BUSY, "allow_busy"},
+    {CMD_STALE, "stale"},    {CMD_SHOW_SKIP_MONITOR, "skip_monitor"},
+    {CMD_SHOW_SKIP_SLOWLOG, "skip_slowlog"}, {CMD_FAST, "fast"}, {CMD_NOAUTH, "no_auth"},
+    {CMD_SHOW_NO_MANDATORY_KEYS, "no_mandatory_keys"},
+    {CMD_SHOW_NO_ASYNC_LOADING, "no_async_loading"}, {CMD_NO_MULTI, "no_multi"},
+    /* Keys found by a count argument (EVAL's numkeys) are what Redis calls movable. */
+    {CMD_NUMKEYS, "movablekeys"},         {CMD_SHOW_ALLOW_BUSY, "allow_busy"},
 };
 
 #define NFLAGS ((int)(sizeof(flag_names) / sizeof(flag_names[0])))
@@ -176,18 +184,29 @@ static const char *key_flags(const struct cmd_def *d, const struct cmd_docs *m)
     return (d->flags & CMD_WRITE) ? "RW access update" : "RO access";
 }
 
-/* Redis's lastkey in a range spec is relative to the first key; negative counts from the end. */
-static int64_t spec_lastkey(const struct cmd_def *d)
+/* The flags of key spec i in a '|'-separated list (the last spec's for i past the end). */
+static const char *spec_flags(const char *flags, int i)
 {
-    return d->last_key < 0 ? d->last_key : d->last_key - d->first_key;
+    for (; i > 0; i--) {
+        const char *bar = strchr(flags, '|');
+        if (bar == NULL)
+            break;
+        flags = bar + 1;
+    }
+    return flags;
 }
 
-static void reply_keyspecs(struct rbuf *out, const struct cmd_def *d, const struct cmd_docs *m)
+static int count_specs(const char *flags)
 {
-    if (d->first_key <= 0) {
-        reply_array(out, 0);
-        return;
-    }
+    int n = 1;
+    for (const char *p = flags; (p = strchr(p, '|')) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* EVAL's one key spec: the key count at argument 2, the keys right after it. */
+static void reply_numkeys_spec(struct rbuf *out, const struct cmd_def *d, const struct cmd_docs *m)
+{
     int notes = m != NULL && m->notes != NULL;
     reply_array(out, 1);
     reply_array(out, notes ? 8 : 6);
@@ -204,19 +223,68 @@ static void reply_keyspecs(struct rbuf *out, const struct cmd_def *d, const stru
     reply_bulk_cstr(out, "spec");
     reply_array(out, 2);
     reply_bulk_cstr(out, "index");
-    reply_int(out, d->first_key);
+    reply_int(out, 2);
     reply_bulk_cstr(out, "find_keys");
     reply_array(out, 4);
     reply_bulk_cstr(out, "type");
-    reply_bulk_cstr(out, "range");
+    reply_bulk_cstr(out, "keynum");
     reply_bulk_cstr(out, "spec");
     reply_array(out, 6);
-    reply_bulk_cstr(out, "lastkey");
-    reply_int(out, spec_lastkey(d));
-    reply_bulk_cstr(out, "keystep");
-    reply_int(out, d->step);
-    reply_bulk_cstr(out, "limit");
+    reply_bulk_cstr(out, "keynumidx");
     reply_int(out, 0);
+    reply_bulk_cstr(out, "firstkey");
+    reply_int(out, 1);
+    reply_bulk_cstr(out, "keystep");
+    reply_int(out, 1);
+}
+
+static void reply_keyspecs(struct rbuf *out, const struct cmd_def *d, const struct cmd_docs *m)
+{
+    if (d->flags & CMD_NUMKEYS) {
+        reply_numkeys_spec(out, d, m);
+        return;
+    }
+    if (d->first_key <= 0) {
+        reply_array(out, 0);
+        return;
+    }
+    int notes = m != NULL && m->notes != NULL;
+    const char *flags = key_flags(d, m);
+    int nspecs = count_specs(flags);
+    reply_array(out, nspecs);
+    for (int i = 0; i < nspecs; i++) {
+        /* Redis's lastkey is relative to the spec's first key, negative counts from the end;
+         * every spec but the last covers one key. */
+        int first = d->first_key + i;
+        int64_t lastkey = i < nspecs - 1 ? 0 : d->last_key < 0 ? d->last_key : d->last_key - first;
+        reply_array(out, notes ? 8 : 6);
+        if (notes) {
+            reply_bulk_cstr(out, "notes");
+            reply_bulk_cstr(out, m->notes);
+        }
+        reply_bulk_cstr(out, "flags");
+        reply_words(out, spec_flags(flags, i), 1);
+        reply_bulk_cstr(out, "begin_search");
+        reply_array(out, 4);
+        reply_bulk_cstr(out, "type");
+        reply_bulk_cstr(out, "index");
+        reply_bulk_cstr(out, "spec");
+        reply_array(out, 2);
+        reply_bulk_cstr(out, "index");
+        reply_int(out, first);
+        reply_bulk_cstr(out, "find_keys");
+        reply_array(out, 4);
+        reply_bulk_cstr(out, "type");
+        reply_bulk_cstr(out, "range");
+        reply_bulk_cstr(out, "spec");
+        reply_array(out, 6);
+        reply_bulk_cstr(out, "lastkey");
+        reply_int(out, lastkey);
+        reply_bulk_cstr(out, "keystep");
+        reply_int(out, d->step);
+        reply_bulk_cstr(out, "limit");
+        reply_int(out, 0);
+    }
 }
 
 static void reply_entry(struct rbuf *out, const struct cmd_def *d)
@@ -225,11 +293,13 @@ static void reply_entry(struct rbuf *out, const struct cmd_def *d)
     reply_array(out, 10);
     reply_bulk_cstr(out, d->name);
     reply_int(out, d->arity);
-    reply_flags(out, d->flags | (m != NULL ? m->extra : 0));
+    unsigned extra = m != NULL ? m->extra : 0;
+    int container = (extra & CMD_SHOW_CONTAINER) != 0;
+    reply_flags(out, container ? 0 : d->flags | extra);
     reply_int(out, d->first_key);
     reply_int(out, d->last_key);
     reply_int(out, d->step);
-    reply_acl(out, d->acl);
+    reply_acl(out, container ? "slow" : d->acl);
     reply_words(out, m != NULL ? m->tips : NULL, 0);
     reply_keyspecs(out, d, m);
     reply_array(out, 0); /* subcommands */
@@ -463,6 +533,26 @@ static void command_getkeys(struct cmd_ctx *x, int with_flags)
         reply_error(x->out, "ERR Invalid number of arguments specified for command");
         return;
     }
+    const struct cmd_docs *m = docs_of(d);
+    if (d->flags & CMD_NUMKEYS) {
+        /* numkeys keys after argument 2; a count that is not a whole number, is negative or
+         * runs past the arguments finds no keys, as in Redis. */
+        int64_t nk;
+        if (util_parse_i64(argv[2], lens[2], &nk) != 0 || nk < 0 || nk > argc - 3)
+            nk = 0;
+        reply_array(x->out, nk);
+        for (int64_t i = 0; i < nk; i++) {
+            int a = 3 + (int)i;
+            if (with_flags) {
+                reply_array(x->out, 2);
+                reply_bulk(x->out, argv[a], lens[a]);
+                reply_words(x->out, key_flags(d, m), 1);
+            } else {
+                reply_bulk(x->out, argv[a], lens[a]);
+            }
+        }
+        return;
+    }
     if (d->first_key <= 0) {
         reply_error(x->out, "ERR The command has no key arguments");
         return;
@@ -473,15 +563,33 @@ static void command_getkeys(struct cmd_ctx *x, int with_flags)
     if (last >= argc)
         last = argc - 1;
     int64_t n = last >= d->first_key ? (last - d->first_key) / d->step + 1 : 0;
-    const struct cmd_docs *m = docs_of(d);
-    const char *flags = m != NULL && m->resolved != NULL ? m->resolved : key_flags(d, m);
+    const char *flags = key_flags(d, m);
+    char with_get[64];
+    if (m != NULL && m->resolved != NULL) {
+        flags = m->resolved;
+        /* variable_flags: SET reads the old value (RW access) only when GET is among its
+         * options, as Redis resolves it. */
+        for (int i = 3; i < argc; i++) {
+            if (util_eq_nocase(argv[i], lens[i], "get")) {
+                const char *k = key_flags(d, m);
+                const char *v = strstr(k, " variable_flags");
+                size_t klen = v != NULL ? (size_t)(v - k) : strlen(k);
+                if (klen < sizeof(with_get)) {
+                    memcpy(with_get, k, klen);
+                    with_get[klen] = '\0';
+                    flags = with_get;
+                }
+                break;
+            }
+        }
+    }
     reply_array(x->out, n);
     for (int64_t i = 0; i < n; i++) {
         int a = d->first_key + (int)i * d->step;
         if (with_flags) {
             reply_array(x->out, 2);
             reply_bulk(x->out, argv[a], lens[a]);
-            reply_words(x->out, flags, 1);
+            reply_words(x->out, spec_flags(flags, (int)i), 1);
         } else {
             reply_bulk(x->out, argv[a], lens[a]);
         }

@@ -44,6 +44,12 @@ typedef void (*cmd_fn)(struct cmd_ctx *x);
 
 /* Flags Redis shows in COMMAND that nothing in rlimitd acts on; they hold for rlimitd as well
  * (EXEC is never in the slow log, its queued commands are; QUIT and the like run while busy). */
+/* A container (CLIENT, CONFIG, ...): Redis shows its flags and ACL categories on the
+ * subcommands, so COMMAND shows none on the container but @slow. */
+#define CMD_SHOW_CONTAINER 0x04000000u
+#define CMD_SHOW_NO_MANDATORY_KEYS 0x08000000u
+#define CMD_SHOW_SKIP_MONITOR 0x10000000u
+#define CMD_SHOW_NO_ASYNC_LOADING 0x20000000u
 #define CMD_SHOW_SKIP_SLOWLOG 0x40000000u
 #define CMD_SHOW_ALLOW_BUSY 0x80000000u
 
@@ -56,9 +62,12 @@ struct cmd_docs {
      * string, integer, double, pattern, unix-time. NULL: no arguments. */
     const char *args;
     /* Key-spec flags as Redis 7.0 shows them for the same command, space separated in Redis's
-     * order (RO RW OW RM access update insert delete ...). NULL: derived from the row's flags. */
+     * order (RO RW OW RM access update insert delete ...). NULL: derived from the row's flags.
+     * Where the keys' flags differ (RENAME's source and destination), one spec per key
+     * separated by '|': spec i begins at key first_key + i, the last covers the rest. */
     const char *keyflags;
-    /* GETKEYSANDFLAGS: the flags Redis resolves "variable_flags" to. NULL: same as keyflags. */
+    /* GETKEYSANDFLAGS: the flags Redis resolves "variable_flags" to when the command has no GET
+     * argument (SET: OW update; with GET, keyflags less "variable_flags"). NULL: keyflags. */
     const char *resolved;
     const char *notes; /* key-spec notes, NULL for none */
     const char *tips;  /* space separated, NULL for none */

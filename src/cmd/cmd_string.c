@@ -454,7 +454,8 @@ const struct cmd_def cmd_string_table[] = {
       .args = "key:key value:string ?condition(nx=NX xx=XX) ?get=GET ?expiration(seconds:integer=EX "
               "milliseconds:integer=PX unix-time-seconds:unix-time=EXAT "
               "unix-time-milliseconds:unix-time=PXAT keepttl=KEEPTTL)",
-      .keyflags = "RW access update variable_flags", .resolved = "OW update"}},
+      .keyflags = "RW access update variable_flags", .resolved = "OW update",
+      .notes = "RW and ACCESS due to the optional `GET` argument"}},
     {"incr", 2, CMD_WRITE | CMD_DENYOOM | CMD_FAST, 1, 1, 1, "write string fast", cmd_incr,
      {.summary = "Adds one to the integer value of a key", .since = "1.0.0", .group = "string",
       .complexity = "O(1)", .args = "key:key", .keyflags = "RW access update"}},

@@ -1,4 +1,5 @@
-/* slowlog.c - SLOWLOG's record of slow commands, and the SLOWLOG and LATENCY commands.
+/* slowlog.c - SLOWLOG's record of slow commands (the SLOWLOG and LATENCY commands that read it
+ * are in cmd_slowlog.c; this file knows nothing of the command layer).
  *
  * The record is a ring of the newest slowlog-max-len entries behind one mutex. Every command
  * passes through slowlog_maybe_add, so the common case - not slow enough - is one relaxed load
@@ -18,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd_internal.h"
+#include "rlimitd/reply.h"
 #include "rlimitd/util.h"
 
 #define MAX_ARGS 32
@@ -134,7 +135,7 @@ static size_t shown_arg(int argc, char **argv, const size_t *lens, int kept, int
 
 /* Builds an entry in one allocation: the struct, argv pointers, lengths, then the bytes. */
 static struct sl_entry *make_entry(int64_t now, int64_t dur_us, int argc, char **argv,
-                                   const size_t *lens, const struct session *s)
+                                   const size_t *lens, const char *name, const char *addr)
 {
     int kept = argc > MAX_ARGS ? MAX_ARGS : argc;
     char buf[200];
@@ -142,9 +143,11 @@ static struct sl_entry *make_entry(int64_t now, int64_t dur_us, int argc, char *
     size_t bytes = 0;
     for (int i = 0; i < kept; i++)
         bytes += shown_arg(argc, argv, lens, kept, i, buf, &p) + 1;
-    const char *name = s != NULL && s->name != NULL ? s->name : "";
+    if (name == NULL)
+        name = "";
     size_t name_len = strlen(name);
-    const char *addr = s != NULL && s->peer != NULL ? s->peer : "";
+    if (addr == NULL)
+        addr = "";
     size_t addr_len = strlen(addr);
     size_t head =
         sizeof(struct sl_entry) + sizeof(char *) * (size_t)kept + sizeof(size_t) * (size_t)kept;
@@ -173,7 +176,8 @@ static struct sl_entry *make_entry(int64_t now, int64_t dur_us, int argc, char *
 }
 
 void slowlog_maybe_add(struct slowlog *sl, const struct conf *conf, int64_t now, int64_t dur_us,
-                       int argc, char **argv, const size_t *lens, const struct session *s)
+                       int argc, char **argv, const size_t *lens, const char *name,
+                       const char *addr)
 {
     /* CONFIG SET may change these at any time; a relaxed load sees the old or the new value. */
     int64_t slower_than = __atomic_load_n(&conf->slowlog_log_slower_than, __ATOMIC_RELAXED);
@@ -184,7 +188,7 @@ void slowlog_maybe_add(struct slowlog *sl, const struct conf *conf, int64_t now,
     if (util_eq_nocase(argv[0], lens[0], "exec"))
         return;
     int64_t max_len = __atomic_load_n(&conf->slowlog_max_len, __ATOMIC_RELAXED);
-    struct sl_entry *e = make_entry(now, dur_us, argc, argv, lens, s);
+    struct sl_entry *e = make_entry(now, dur_us, argc, argv, lens, name, addr);
 
     pthread_mutex_lock(&sl->lock);
     e->id = sl->next_id++;
@@ -215,9 +219,8 @@ void slowlog_maybe_add(struct slowlog *sl, const struct conf *conf, int64_t now,
     pthread_mutex_unlock(&sl->lock);
 }
 
-/* ---- SLOWLOG ---- */
-
-static void reply_entries(struct slowlog *sl, struct rbuf *out, int64_t count)
+/* SLOWLOG GET's reply. */
+void slowlog_reply(struct slowlog *sl, struct rbuf *out, int64_t count)
 {
     pthread_mutex_lock(&sl->lock);
     size_t n = count < 0 || (uint64_t)count > sl->n ? sl->n : (size_t)count;
@@ -237,139 +240,3 @@ static void reply_entries(struct slowlog *sl, struct rbuf *out, int64_t count)
     }
     pthread_mutex_unlock(&sl->lock);
 }
-
-static const char *const slowlog_help[] = {
-    "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "GET [<count>]",
-    "    Return the <count> newest entries of the slow log (default 10, -1 for all).",
-    "    Each entry is: id, Unix time, duration in microseconds, arguments,",
-    "    client address and client name.",
-    "LEN",
-    "    Return the number of entries in the slow log.",
-    "RESET",
-    "    Empty the slow log.",
-    "HELP",
-    "    Print this help.",
-    NULL,
-};
-
-static void cmd_slowlog(struct cmd_ctx *x)
-{
-    struct slowlog *sl = x->env->slowlog;
-    if (arg_is(x, 1, "GET")) {
-        if (x->argc > 3) {
-            reply_errorf(x->out,
-                         "ERR unknown subcommand or wrong number of arguments for '%.*s'. "
-                         "Try SLOWLOG HELP.",
-                         (int)x->lens[1], x->argv[1]);
-            return;
-        }
-        int64_t count = 10;
-        if (x->argc == 3 && (util_parse_i64(x->argv[2], x->lens[2], &count) != 0 || count < -1)) {
-            reply_error(x->out, "ERR count should be greater than or equal to -1");
-            return;
-        }
-        if (sl == NULL)
-            reply_array(x->out, 0);
-        else
-            reply_entries(sl, x->out, count);
-    } else if (arg_is(x, 1, "LEN")) {
-        if (x->argc != 2)
-            reply_subcmd_arity(x, "slowlog", "len");
-        else
-            reply_int(x->out, sl != NULL ? (int64_t)slowlog_len(sl) : 0);
-    } else if (arg_is(x, 1, "RESET")) {
-        if (x->argc != 2) {
-            reply_subcmd_arity(x, "slowlog", "reset");
-            return;
-        }
-        if (sl != NULL)
-            slowlog_reset(sl);
-        reply_ok(x->out);
-    } else if (arg_is(x, 1, "HELP")) {
-        if (x->argc != 2)
-            reply_subcmd_arity(x, "slowlog", "help");
-        else
-            reply_help_lines(x->out, slowlog_help);
-    } else {
-        reply_subcmd_unknown(x, "SLOWLOG");
-    }
-}
-
-/* ---- LATENCY ----
- *
- * rlimitd has no latency monitor (Redis's is off by default too); the subcommands answer as a
- * Redis with no samples does, so monitoring tools that poll LATENCY LATEST keep working. */
-
-static const char *const latency_help[] = {
-    "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "LATEST",
-    "    Return the latest latency samples (rlimitd keeps none: always empty).",
-    "HISTORY <event>",
-    "    Return the samples of an event (always empty).",
-    "RESET [<event> ...]",
-    "    Reset latency data; returns the number of events reset (always 0).",
-    "DOCTOR",
-    "    Return a report on latency.",
-    "HISTOGRAM [<command> ...]",
-    "    Return latency histograms of commands (always empty).",
-    "HELP",
-    "    Print this help.",
-    NULL,
-};
-
-static const char latency_doctor[] =
-    "rlimitd does not sample latency events, so there is nothing to analyse. To find slow "
-    "commands use SLOWLOG GET (see CONFIG GET slowlog-log-slower-than) and the usec_per_call "
-    "figures of INFO commandstats.\n";
-
-static void cmd_latency(struct cmd_ctx *x)
-{
-    if (arg_is(x, 1, "LATEST")) {
-        if (x->argc != 2)
-            reply_subcmd_arity(x, "latency", "latest");
-        else
-            reply_array(x->out, 0);
-    } else if (arg_is(x, 1, "HISTORY")) {
-        if (x->argc != 3)
-            reply_subcmd_arity(x, "latency", "history");
-        else
-            reply_array(x->out, 0);
-    } else if (arg_is(x, 1, "RESET")) {
-        reply_int(x->out, 0);
-    } else if (arg_is(x, 1, "DOCTOR")) {
-        if (x->argc != 2)
-            reply_subcmd_arity(x, "latency", "doctor");
-        else
-            reply_bulk(x->out, latency_doctor, sizeof(latency_doctor) - 1);
-    } else if (arg_is(x, 1, "GRAPH")) {
-        if (x->argc != 3)
-            reply_subcmd_arity(x, "latency", "graph");
-        else
-            reply_errorf(x->out, "ERR No samples available for event '%.*s'",
-                         (int)(x->lens[2] > 128 ? 128 : x->lens[2]), x->argv[2]);
-    } else if (arg_is(x, 1, "HISTOGRAM")) {
-        reply_array(x->out, 0); /* an empty map */
-    } else if (arg_is(x, 1, "HELP")) {
-        if (x->argc != 2)
-            reply_subcmd_arity(x, "latency", "help");
-        else
-            reply_help_lines(x->out, latency_help);
-    } else {
-        reply_subcmd_unknown(x, "LATENCY");
-    }
-}
-
-/* ---- the table (cmd_internal.h "one row per command") ---- */
-
-const struct cmd_def cmd_slowlog_table[] = {
-    {"slowlog", -2, CMD_ADMIN | CMD_LOADING | CMD_STALE, 0, 0, 0,
-     "admin slow dangerous", cmd_slowlog,
-     {.summary = "A container for slow log commands", .since = "2.2.12", .group = "server",
-      .complexity = "Depends on subcommand."}},
-    {"latency", -2, CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
-     "admin slow dangerous", cmd_latency,
-     {.summary = "A container for latency commands", .since = "2.8.13", .group = "server",
-      .complexity = "Depends on subcommand."}},
-};
-const int cmd_slowlog_count = (int)(sizeof(cmd_slowlog_table) / sizeof(cmd_slowlog_table[0]));

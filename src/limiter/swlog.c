@@ -147,3 +147,25 @@ uint32_t swlog_initial_cap(int64_t max_count)
     assert(max_count >= 0);
     return max_count + 1 < 4 ? (uint32_t)(max_count + 1) : 4;
 }
+
+struct swlog_outcome swlog_update(struct swlog *log, const struct swlog_attempt *a,
+                                  swlog_alloc_fn alloc, void *ud)
+{
+    struct swlog_outcome out;
+    uint32_t cap;
+
+    swlog_trim(log, a->now_ms, a->period_ms);
+    cap = swlog_fit_cap(log->cap, swlog_needed(log, a->max_count), a->max_count);
+    if (cap != log->cap) {
+        struct swlog *to = alloc(ud, cap);
+
+        swlog_init(to, cap);
+        swlog_copy(to, log);
+        log = to;
+    }
+    out.verdict = swlog_record(log, a->at_ms, a->max_count) ? SWLOG_ALLOWED : SWLOG_DENIED;
+    out.log = log;
+    out.len = log->len;
+    out.newest_ms = swlog_newest(log);
+    return out;
+}

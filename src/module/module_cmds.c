@@ -81,6 +81,20 @@ static int finish_gcra(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleStri
     return reply_gcra(ctx, r);
 }
 
+/* The key opened for writing when it is empty or holds GCRA state (*kind says which); NULL, the
+ * key closed, when it holds anything else (the caller replies WRONGTYPE). */
+static RedisModuleKey *open_gcra_key(RedisModuleCtx *ctx, RedisModuleString *name,
+                                     enum rl_kind *kind)
+{
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE);
+    *kind = rl_key_kind(key);
+    if (*kind != RL_EMPTY && *kind != RL_GCRA) {
+        RedisModule_CloseKey(key);
+        return NULL;
+    }
+    return key;
+}
+
 int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
     if (argc < 5 || argc > 6)
@@ -95,12 +109,10 @@ int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (gcra_prepare(burst, count, period, quantity, &l, &err) != 0)
         return rl_reply_err(ctx, err);
 
-    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
-    enum rl_kind kind = rl_key_kind(key);
-    if (kind != RL_EMPTY && kind != RL_GCRA) {
-        RedisModule_CloseKey(key);
+    enum rl_kind kind;
+    RedisModuleKey *key = open_gcra_key(ctx, argv[1], &kind);
+    if (key == NULL)
         return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
-    }
     struct gcra_result r;
     int64_t now = now_ns();
     if (gcra_step(&l, now, kind == RL_GCRA, kind == RL_GCRA ? rl_gcra_tat(key) : 0, &r, &err)) {
@@ -125,12 +137,10 @@ int rl_cmd_gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (gcra_redis_parse(argc, args, lens, &a, &err) != 0)
         return rl_reply_err(ctx, err);
 
-    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
-    enum rl_kind kind = rl_key_kind(key);
-    if (kind != RL_EMPTY && kind != RL_GCRA) {
-        RedisModule_CloseKey(key);
+    enum rl_kind kind;
+    RedisModuleKey *key = open_gcra_key(ctx, argv[1], &kind);
+    if (key == NULL)
         return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
-    }
     struct gcra_result r;
     if (gcra_redis_step(&a, now_ns(), kind == RL_GCRA, kind == RL_GCRA ? rl_gcra_tat(key) : 0,
                         &r, &err)) {

@@ -131,6 +131,12 @@ static struct swlog *wlog_alloc(uint32_t cap)
     return log;
 }
 
+static struct swlog *wlog_move_to(void *ud, uint32_t cap)
+{
+    (void)ud;
+    return RedisModule_Alloc(swlog_bytes(cap));
+}
+
 int rl_wlog_push(RedisModuleKey *key, int64_t cutoff_ms, int64_t keep, int64_t ts_ms,
                  int64_t period_ms, int64_t *newest_ms)
 {
@@ -140,23 +146,19 @@ int rl_wlog_push(RedisModuleKey *key, int64_t cutoff_ms, int64_t keep, int64_t t
         RedisModule_ModuleTypeSetValue(key, rl_wlog_type, log);
         rl_stats_values(1);
     }
-    /* swlog_trim drops timestamps <= now - period; a period of 0 makes the cutoff itself. */
-    swlog_trim(log, cutoff_ms, 0);
-    uint32_t cap = swlog_fit_cap(log->cap, swlog_needed(log, keep), keep);
-    if (cap != log->cap) {
-        struct swlog *moved = wlog_alloc(cap);
-        swlog_copy(moved, log);
+    /* A period of 0 makes the cutoff itself the trim point (timestamps <= cutoff go). */
+    struct swlog_attempt a = {cutoff_ms, 0, ts_ms, keep};
+    struct swlog_outcome out = swlog_update(log, &a, wlog_move_to, NULL);
+    if (out.log != log) {
         /* Swapped in place: the key, its expiry and its LRU stay; the old ring is ours to free. */
         void *old;
-        RedisModule_ModuleTypeReplaceValue(key, rl_wlog_type, moved, &old);
+        RedisModule_ModuleTypeReplaceValue(key, rl_wlog_type, out.log, &old);
         RedisModule_Free(old);
-        log = moved;
     }
-    int within = swlog_record(log, ts_ms, keep);
-    *newest_ms = swlog_newest(log);
+    *newest_ms = out.newest_ms;
     /* COMMANDS.md, ISALLOWED: the key expires `period` after its newest attempt. */
     RedisModule_SetAbsExpire(key, *newest_ms + period_ms);
-    return within;
+    return out.verdict == SWLOG_ALLOWED;
 }
 
 /* A log as bytes: little-endian int64 ms, oldest first (RDB, AOF and RLIMIT.LOGSET). */

@@ -3,7 +3,7 @@
  * closing.
  *
  * Everything here runs on the connection's own I/O thread; only `kill` (atomic) and the
- * registry links (registry_lock) are touched by others. */
+ * registry links (net_shared.lock) are touched by others. */
 #include <stdio.h>
 #include "rlimitd/alloc.h"
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 
 #include "rlimitd/clock.h"
 #include "rlimitd/log.h"
-#include "server_internal.h"
+#include "client.h"
 
 static void process(struct client *c);
 static void flush(struct client *c);
@@ -39,7 +39,7 @@ static void on_close(uv_handle_t *h)
 {
     struct client *c = h->data;
     struct io_thread *t = c->thread;
-    struct server *srv = t->srv;
+    struct net_shared *net = t->net;
 
     if (c->tprev != NULL)
         c->tprev->tnext = c->tnext;
@@ -52,7 +52,7 @@ static void on_close(uv_handle_t *h)
      * once the thread has handled the stop (t->stopped): before that the cron timer is not the
      * grace timer yet, and the wake-up handler closes it itself when no client is left. Closing
      * it here too (the SHUTDOWN client is closed before the wake-up runs) closed it twice. */
-    if (atomic_load(&srv->stopping) && t->stopped && t->clients == NULL &&
+    if (atomic_load(&net->stopping) && t->stopped && t->clients == NULL &&
         !uv_is_closing((uv_handle_t *)&t->cron))
         uv_close((uv_handle_t *)&t->cron, NULL);
     /* libuv ran the write callback (UV_ECANCELED) before this one: inflight is gone. */
@@ -71,21 +71,21 @@ void client_close(struct client *c)
     stop_reading(c);
     /* Gone from CLIENT LIST and from the maxclients count at once, not a loop turn later. The
      * struct itself lives until the close callback. */
-    struct server *srv = c->thread->srv;
-    pthread_mutex_lock(&srv->registry_lock);
+    struct net_shared *net = c->thread->net;
+    pthread_mutex_lock(&net->lock);
     if (c->gprev != NULL)
         c->gprev->gnext = c->gnext;
     else
-        srv->registry = c->gnext;
+        net->registry = c->gnext;
     if (c->gnext != NULL)
         c->gnext->gprev = c->gprev;
     c->gprev = c->gnext = NULL;
-    pthread_mutex_unlock(&srv->registry_lock);
+    pthread_mutex_unlock(&net->lock);
     /* Out of mem_clients_normal with the count (publish does nothing from here on). */
     stats_add(&c->thread->stats.clients_mem,
               -(uint64_t)atomic_load_explicit(&c->tot_mem, memory_order_relaxed));
     atomic_store_explicit(&c->tot_mem, 0, memory_order_relaxed);
-    atomic_fetch_sub(&srv->nclients, 1);
+    atomic_fetch_sub(&net->nclients, 1);
     uv_close(&c->h.handle, on_close);
 }
 
@@ -119,7 +119,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 static int64_t output_limit(const struct client *c)
 {
-    return __atomic_load_n(&c->thread->srv->conf->client_output_buffer_limit, __ATOMIC_RELAXED);
+    return __atomic_load_n(&c->thread->net->conf->client_output_buffer_limit, __ATOMIC_RELAXED);
 }
 
 /* Reply buffers are the thread's: the connection being served borrows the spare one, and gives
@@ -262,7 +262,7 @@ static void publish(struct client *c)
  * idle connection holds no buffer. */
 static void process(struct client *c)
 {
-    struct server *srv = c->thread->srv;
+    struct net_shared *net = c->thread->net;
     out_borrow(c);
     while (c->state == CLIENT_ACTIVE) {
         if ((int64_t)pending_output(c) > output_limit(c)) {
@@ -281,7 +281,7 @@ static void process(struct client *c)
         }
         __atomic_store_n(&c->session.last_mono_ns, (int64_t)uv_now(&c->thread->loop) * 1000000,
                          __ATOMIC_RELAXED);
-        cmd_execute(&srv->env, &c->session, cmd.argc, cmd.argv, cmd.lens, &c->out);
+        cmd_execute(net->env, &c->session, cmd.argc, cmd.argv, cmd.lens, &c->out);
         if (c->session.flags & SESSION_CLOSE_AFTER_REPLY)
             client_close_after_flush(c);
         else if (atomic_load_explicit(&c->kill, memory_order_relaxed))
@@ -309,7 +309,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread == UV_ENOBUFS) {
         char what[96];
         snprintf(what, sizeof(what), "query buffer limit exceeded (client-query-buffer-limit %lld)",
-                 (long long)CONF_GET(c->thread->srv->conf, client_query_buffer_limit));
+                 (long long)CONF_GET(c->thread->net->conf, client_query_buffer_limit));
         resp_deinit(&c->resp);
         protocol_error(c, what);
         flush(c);
@@ -343,27 +343,27 @@ static void format_addr(const struct sockaddr_storage *ss, char *out, size_t out
     snprintf(out, outlen, "%s:%d", host, port);
 }
 
-static struct resp_limits current_limits(struct server *srv)
+static struct resp_limits current_limits(struct net_shared *net)
 {
     struct resp_limits lim;
-    pthread_mutex_lock(&srv->env.conf_lock);
-    lim.query_buf = (size_t)srv->conf->client_query_buffer_limit;
-    lim.max_bulk = (size_t)srv->conf->proto_max_bulk_len;
-    lim.max_args = (size_t)srv->conf->proto_max_args;
-    pthread_mutex_unlock(&srv->env.conf_lock);
+    pthread_mutex_lock(&net->env->conf_lock);
+    lim.query_buf = (size_t)net->conf->client_query_buffer_limit;
+    lim.max_bulk = (size_t)net->conf->proto_max_bulk_len;
+    lim.max_args = (size_t)net->conf->proto_max_args;
+    pthread_mutex_unlock(&net->env->conf_lock);
     return lim;
 }
 
 void client_thread_init(struct io_thread *t)
 {
-    struct resp_limits lim = current_limits(t->srv);
+    struct resp_limits lim = current_limits(t->net);
     resp_shared_init(&t->resp, &lim);
     rbuf_init(&t->spare_out);
 }
 
 void client_thread_config(struct io_thread *t)
 {
-    struct resp_limits lim = current_limits(t->srv);
+    struct resp_limits lim = current_limits(t->net);
     resp_shared_set_limits(&t->resp, &lim);
 }
 
@@ -375,7 +375,7 @@ void client_thread_deinit(struct io_thread *t)
 
 void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
 {
-    struct server *srv = t->srv;
+    struct net_shared *net = t->net;
     struct client *c = xcalloc(1, sizeof(*c));
     c->thread = t;
     c->h.handle.data = c;
@@ -388,8 +388,8 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
         return;
     }
     rbuf_init(&c->out);
-    session_init(&c->session, atomic_fetch_add(&srv->next_client_id, 1) + 1, &t->stats);
-    c->session.authed = !atomic_load(&srv->env.auth_required);
+    session_init(&c->session, atomic_fetch_add(&net->next_client_id, 1) + 1, &t->stats);
+    c->session.authed = !atomic_load(&net->env->auth_required);
     resp_init(&c->resp, &t->resp);
     uv_fileno(&c->h.handle, &c->fd);
     c->is_unix = (unsigned char)is_unix;
@@ -412,7 +412,7 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
             format_addr(&ss, c->addr_buf, sizeof(c->addr_buf));
         c->addr = c->addr_buf;
         uv_tcp_nodelay(&c->h.tcp, 1);
-        int64_t ka = __atomic_load_n(&srv->conf->tcp_keepalive, __ATOMIC_RELAXED);
+        int64_t ka = __atomic_load_n(&net->conf->tcp_keepalive, __ATOMIC_RELAXED);
         if (ka > 0)
             uv_tcp_keepalive(&c->h.tcp, 1, (unsigned)ka);
     }
@@ -423,17 +423,17 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
     if (t->clients != NULL)
         t->clients->tprev = c;
     t->clients = c;
-    pthread_mutex_lock(&srv->registry_lock);
-    c->gnext = srv->registry;
-    if (srv->registry != NULL)
-        srv->registry->gprev = c;
-    srv->registry = c;
-    pthread_mutex_unlock(&srv->registry_lock);
-    int64_t n = atomic_fetch_add(&srv->nclients, 1) + 1;
+    pthread_mutex_lock(&net->lock);
+    c->gnext = net->registry;
+    if (net->registry != NULL)
+        net->registry->gprev = c;
+    net->registry = c;
+    pthread_mutex_unlock(&net->lock);
+    int64_t n = atomic_fetch_add(&net->nclients, 1) + 1;
     stats_add(&t->stats.connections, 1);
     publish(c);
 
-    int64_t maxclients = __atomic_load_n(&srv->conf->maxclients, __ATOMIC_RELAXED);
+    int64_t maxclients = __atomic_load_n(&net->conf->maxclients, __ATOMIC_RELAXED);
     if (n > maxclients) {
         stats_add(&t->stats.rejected_conns, 1);
         reply_error(&c->out, "ERR max number of clients reached");
@@ -442,7 +442,7 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
         client_close_after_flush(c);
         return;
     }
-    if (atomic_load(&srv->stopping)) {
+    if (atomic_load(&net->stopping)) {
         client_close(c);
         return;
     }
@@ -451,7 +451,7 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
 }
 
 /* The local address is not kept per connection: asked of the socket when listed (the caller
- * holds registry_lock, so the connection, and its fd, cannot be closed meanwhile). */
+ * holds net_shared.lock, so the connection, and its fd, cannot be closed meanwhile). */
 static void local_addr(const struct client *c, char *out, size_t outlen)
 {
     if (c->is_unix) {

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "rlimitd/log.h"
-#include "server_internal.h"
+#include "metrics_http.h"
 
 #define METRICS_MAX_CONNS 32u
 #define METRICS_TIMEOUT_S 10u

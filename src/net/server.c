@@ -253,7 +253,7 @@ static void on_wakeup(uv_async_t *a)
         if (atomic_load_explicit(&c->kill, memory_order_relaxed))
             client_close(c);
     }
-    if (!atomic_load(&srv->stopping) || t->stopped)
+    if (!atomic_load(&srv->net.stopping) || t->stopped)
         return;
     t->stopped = 1;
     /* Shutdown: stop accepting, let clients flush what they were answered, then close. */
@@ -294,7 +294,7 @@ static void wake_all(struct server *srv)
 
 static void request_stop(struct server *srv)
 {
-    if (atomic_exchange(&srv->stopping, 1) == 0) {
+    if (atomic_exchange(&srv->net.stopping, 1) == 0) {
         notify_send("STOPPING=1\nSTATUS=Shutting down");
         wake_all(srv);
     }
@@ -306,23 +306,23 @@ static void hook_client_list(void *ud, struct rbuf *out, const struct session *o
 {
     struct server *srv = ud;
     uint64_t mono_ms = (uint64_t)(clock_mono_ns() / 1000000);
-    pthread_mutex_lock(&srv->registry_lock);
+    pthread_mutex_lock(&srv->net.lock);
     pthread_mutex_lock(&srv->env.names_lock);
-    for (struct client *c = srv->registry; c != NULL; c = c->gnext) {
+    for (struct client *c = srv->net.registry; c != NULL; c = c->gnext) {
         if (only != NULL && &c->session != only)
             continue;
         client_format(c, out, mono_ms);
     }
     pthread_mutex_unlock(&srv->env.names_lock);
-    pthread_mutex_unlock(&srv->registry_lock);
+    pthread_mutex_unlock(&srv->net.lock);
 }
 
 static int hook_client_kill(void *ud, uint64_t id, const char *addr)
 {
     struct server *srv = ud;
     int n = 0;
-    pthread_mutex_lock(&srv->registry_lock);
-    for (struct client *c = srv->registry; c != NULL; c = c->gnext) {
+    pthread_mutex_lock(&srv->net.lock);
+    for (struct client *c = srv->net.registry; c != NULL; c = c->gnext) {
         if ((id != 0 && c->session.id != id) || (addr != NULL && strcmp(c->addr, addr) != 0))
             continue;
         if (id == 0 && addr == NULL)
@@ -330,7 +330,7 @@ static int hook_client_kill(void *ud, uint64_t id, const char *addr)
         atomic_store(&c->kill, 1);
         n++;
     }
-    pthread_mutex_unlock(&srv->registry_lock);
+    pthread_mutex_unlock(&srv->net.lock);
     if (n > 0)
         wake_all(srv);
     return n;
@@ -339,7 +339,7 @@ static int hook_client_kill(void *ud, uint64_t id, const char *addr)
 static uint64_t hook_connected_clients(void *ud)
 {
     struct server *srv = ud;
-    int64_t n = atomic_load(&srv->nclients);
+    int64_t n = atomic_load(&srv->net.nclients);
     return n < 0 ? 0 : (uint64_t)n;
 }
 
@@ -529,8 +529,7 @@ static int usable_cpus(void)
 
 /* Spinning threads need a CPU to spare for everything else (the clients on this machine, the
  * kernel's network work, a background save): with as many I/O threads as CPUs, spinning only
- * competes with them (measured: threads 2 on 2 CPUs lost 20-30% at pipeline 1, PERFORMANCE.md
- * "Third pass"). */
+ * competes with them for the CPUs the work needs (threads 2 on 2 CPUs loses throughput to it). */
 static int spin_allowed(int nthreads, int ncpu)
 {
     if (nthreads < ncpu)
@@ -565,9 +564,8 @@ static const char *sched_class_name(int policy)
  * busy task for another, at the cost of a context switch and the cache. SCHED_BATCH keeps the
  * time-sharing and the nice level but drops that wake-up preemption (sched(7)): a woken thread
  * still takes an idle CPU at once, and otherwise runs at the next tick or when the running task
- * sleeps. Measured on 2 CPUs with threads 2 (PERFORMANCE.md, fourth pass): +4-11% requests/s at
- * pipeline 1, +17-22% at pipeline 16, where p99 was over 4 ms in 5 of 6 rounds without it and
- * 1 of 6 with it. Set on the main thread before the other I/O threads start, which inherit it
+ * sleeps. With as many I/O threads as CPUs every wake-up would otherwise preempt another I/O
+ * thread or the clients: more context switches per request and a worse p99. Set on the main thread before the other I/O threads start, which inherit it
  * (pthread_create's default PTHREAD_INHERIT_SCHED). */
 static void set_io_sched(struct server *srv, int ncpu)
 {
@@ -663,6 +661,7 @@ static int thread_setup(struct server *srv, struct io_thread *t)
     if (uv_loop_init(&t->loop) != 0)
         return -1;
     t->srv = srv; /* from here on server_run's exit path closes the loop */
+    t->net = &srv->net;
     t->loop.data = t;
     client_thread_init(t);
     busypoll_handles_init(t);
@@ -794,7 +793,9 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
     srv->nthreads = (int)conf->threads;
     if (srv->nthreads < 1 || srv->nthreads > CONF_MAX_THREADS)
         srv->nthreads = 1;
-    pthread_mutex_init(&srv->registry_lock, NULL);
+    pthread_mutex_init(&srv->net.lock, NULL);
+    srv->net.conf = conf;
+    srv->net.env = &srv->env;
     cmd_env_init(&srv->env, ks, conf);
     ks_set_maxmemory(ks, (uint64_t)conf->maxmemory);
     srv->env.tcp_port = conf->port;
@@ -879,7 +880,7 @@ out:
     if (conf->unixsocket != NULL && conf->unixsocket[0] != '\0' && rc == 0)
         unlink(conf->unixsocket);
     cmd_env_deinit(&srv->env);
-    pthread_mutex_destroy(&srv->registry_lock);
+    pthread_mutex_destroy(&srv->net.lock);
     free(srv->env.stats);
     free(srv->threads);
     free(srv);

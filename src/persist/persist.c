@@ -106,7 +106,7 @@ static void target(struct persist *p, char *dir, size_t dlen, char *file, size_t
 /* ---- loading ---- */
 
 /* Loading. Into the empty keyspace of a start (always, in the daemon) the records go through
- * ks_bulk_add, which defers building the tables to ks_bulk_end (keyspace.c "Bulk loading"):
+ * ks_bulk_add, which defers building the tables to ks_bulk_end (ks_dump.c "Bulk loading"):
  * 10M keys load in about 1 s instead of 3.3 (docs/PERFORMANCE.md). */
 struct load_state {
     struct keyspace *ks;
@@ -211,7 +211,7 @@ static void encode_record(void *ud, const struct ks_record *r)
  * scheduler guarantees, so the save ends. There it sleeps SAVE_STARVED_PAUSE_US after every
  * SAVE_STARVED_RUN_US: a nice-19 thread that never sleeps is given the CPU for a scheduler slice
  * at a time, milliseconds in which the I/O thread it displaced answers nobody; one that sleeps
- * every 50 us displaces it for at most that long (docs/PERFORMANCE.md, fourth pass).
+ * every 50 us displaces it for at most that long.
  *
  * The pauses make a save on busy CPUs about 3x slower, so they are a courtesy only a save on
  * schedule can afford: one that should end within save-interval (SAVE_DEFAULT_BUDGET_S when
@@ -300,7 +300,7 @@ static void pace(struct pacer *pc, uint64_t done)
 }
 
 /* Writes a snapshot of the keyspace as it is now, shard by shard, each shard in slices of
- * SAVE_SLICE_SLOTS slots per lock hold (keyspace.c "Sliced dumps"); a background one paced. */
+ * SAVE_SLICE_SLOTS slots per lock hold (ks_dump.c "Sliced dumps"); a background one paced. */
 static int save_now(struct persist *p, int background, char *err, size_t errlen)
 {
     char dir[4096], file[1024];
@@ -404,9 +404,9 @@ static void *bg_main(void *arg)
 {
     struct persist *p = arg;
     char err[512];
-    /* The I/O threads come first (issue 5: p99 during a save within 2x of p99 without). Measured
-     * on 2 CPUs with 10M keys (docs/PERFORMANCE.md): at nice 19 the save still pushed p99 up 5-6x,
-     * slices or not. Two things helped. SCHED_IDLE: a waking I/O thread preempts an idle-class
+    /* The I/O threads come first: p99 during a save stays within 2x of p99 without. Nice 19
+     * alone is not enough (a nice-19 thread still gets whole scheduler slices), so two things
+     * are combined. SCHED_IDLE: a waking I/O thread preempts an idle-class
      * thread at once, where a nice-19 one may finish its slice first. And a duty cycle: the save
      * walks gigabytes of entries in random order, which costs the I/O threads cache and TLB
      * misses and memory bandwidth even when they get every CPU cycle they want, so it pauses

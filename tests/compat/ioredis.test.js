@@ -1,146 +1,14 @@
 #!/usr/bin/env node
 // ioredis (npm) against the real rlimitd (issue 4).
 //
-// ioredis is installed by run.sh into tests/compat/node_modules (npm install --no-save ioredis),
-// which git ignores. Every wait is bounded; the daemons are killed and their temporary
-// directories (under os.tmpdir(), i.e. $TMPDIR) removed on exit, also on SIGINT/SIGTERM/SIGHUP.
+// ioredis is installed by run.sh into tests/compat/node_modules; harness.js starts the daemons.
 'use strict';
 
-const { spawn } = require('child_process');
-const fs = require('fs');
-const net = require('net');
-const os = require('os');
-const path = require('path');
+const {
+    check, eq, finish, within, startServer, stopServer, client,
+} = require('./harness');
 
-const HERE = __dirname;
-const ROOT = path.resolve(HERE, '..', '..');
-const RLIMITD = process.env.RLIMITD || path.join(ROOT, 'build-compat', 'rlimitd');
-
-let Redis;
-try {
-    Redis = require(require.resolve('ioredis', { paths: [HERE] }));
-} catch (e) {
-    console.error('ioredis is not installed: run tests/compat/run.sh '
-        + '(npm install --no-save ioredis)');
-    process.exit(2);
-}
-
-// ---- results ----
-
-let passed = 0;
-let failed = 0;
-function check(name, cond, detail) {
-    if (cond) {
-        passed++;
-        console.log(`ok     ${name}`);
-    } else {
-        failed++;
-        console.log(`FAIL   ${name}: ${detail === undefined ? '' : detail}`);
-    }
-}
-function eq(name, got, want) {
-    const g = JSON.stringify(got);
-    const w = JSON.stringify(want);
-    check(name, g === w, `got ${g}, want ${w}`);
-}
-
-// ---- daemons ----
-
-const live = new Set();
-const tmpdirs = new Set();
-process.on('exit', () => {
-    for (const p of live) p.kill('SIGKILL');
-    for (const dir of tmpdirs) {
-        try {
-            fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
-        } catch (e) {
-            // best effort: never turn the exit into a crash
-        }
-    }
-});
-// A signal would end node without the 'exit' event: exit normally instead (128 + signal).
-for (const [sig, num] of [['SIGINT', 2], ['SIGTERM', 15], ['SIGHUP', 1]]) {
-    process.on(sig, () => process.exit(128 + num));
-}
-
-function freePort() {
-    return new Promise((resolve, reject) => {
-        const s = net.createServer();
-        s.on('error', reject);
-        s.listen(0, '127.0.0.1', () => {
-            const { port } = s.address();
-            s.close(() => resolve(port));
-        });
-    });
-}
-
-function canConnect(port) {
-    return new Promise((resolve) => {
-        const sock = net.connect({ port, host: '127.0.0.1' });
-        sock.on('connect', () => { sock.destroy(); resolve(true); });
-        sock.on('error', () => resolve(false));
-    });
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-// Bounded: rejects after ms.
-function within(ms, promise, what) {
-    let timer;
-    const t = new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-    });
-    return Promise.race([promise, t]).finally(() => clearTimeout(timer));
-}
-
-async function startDaemon(...args) {
-    if (!fs.existsSync(RLIMITD)) throw new Error(`no rlimitd at ${RLIMITD} (set RLIMITD)`);
-    const port = await freePort();
-    if (port <= 20000) throw new Error(`port ${port} is not above 20000`);
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rlimitd-ioredis-'));
-    tmpdirs.add(dir); // removed on exit
-    const log = fs.openSync(path.join(dir, 'rlimitd.log'), 'w');
-    const proc = spawn(RLIMITD, ['-c', path.join(ROOT, 'conf', 'rlimitd.conf'), '--port',
-        String(port), '--bind', '127.0.0.1', '--dir', dir, '--threads', '2', ...args],
-    { stdio: ['ignore', log, log], cwd: dir });
-    live.add(proc);
-    let exited = null;
-    proc.on('exit', (code, sig) => { exited = { code, sig }; live.delete(proc); });
-    for (let i = 0; i < 150 && exited === null; i++) {
-        if (await canConnect(port)) return { port, proc, dir, exit: () => exited };
-        await sleep(100);
-    }
-    proc.kill('SIGKILL');
-    const text = fs.readFileSync(path.join(dir, 'rlimitd.log'));
-    throw new Error(`rlimitd did not listen on ${port}: ${text}`);
-}
-
-async function stopDaemon(d) {
-    if (d.exit() === null) {
-        const done = new Promise((resolve) => {
-            d.proc.on('exit', (code, sig) => resolve({ code, sig }));
-        });
-        d.proc.kill('SIGTERM');
-        try {
-            return await within(15000, done, 'SIGTERM');
-        } catch (e) {
-            d.proc.kill('SIGKILL');
-            return { code: null, sig: 'SIGKILL' };
-        }
-    }
-    return d.exit();
-}
-
-// A client that never retries and never queues while offline: a failure surfaces at once.
-function client(port, opts) {
-    const r = new Redis({
-        port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0,
-        retryStrategy: () => null, enableOfflineQueue: false, connectTimeout: 10000, ...opts,
-    });
-    r.errors = [];
-    r.on('error', (e) => r.errors.push(e));
-    return r;
-}
+require('./harness').need('ioredis');
 
 function cmdstatCalls(info, name) {
     const m = info.match(new RegExp(`^cmdstat_${name.replace('.', '\\.')}:calls=(\\d+)`, 'm'));
@@ -198,7 +66,7 @@ async function testBasics(port) {
 }
 
 async function testPassword() {
-    const d = await startDaemon('--requirepass', 'io secret');
+    const d = await startServer('rlimitd', ['--requirepass', 'io secret']);
     try {
         const ok = client(d.port, { password: 'io secret' });
         await within(10000, ok.connect(), 'connect');
@@ -227,7 +95,7 @@ async function testPassword() {
             bad.disconnect();
         }
     } finally {
-        const st = await stopDaemon(d);
+        const st = await stopServer(d);
         eq('requirepass daemon exits 0 on SIGTERM', st, { code: 0, sig: null });
     }
 }
@@ -235,20 +103,19 @@ async function testPassword() {
 async function main() {
     let d;
     try {
-        d = await startDaemon();
+        d = await startServer('rlimitd');
         await testBasics(d.port);
     } catch (e) {
         check('basics', false, e.stack);
     } finally {
-        if (d) eq('daemon exits 0 on SIGTERM', await stopDaemon(d), { code: 0, sig: null });
+        if (d) eq('daemon exits 0 on SIGTERM', await stopServer(d), { code: 0, sig: null });
     }
     try {
         await testPassword();
     } catch (e) {
         check('password', false, e.stack);
     }
-    console.log(`${passed} passed, ${failed} failed`);
-    process.exit(failed ? 1 : 0);
+    finish();
 }
 
 main();

@@ -10,105 +10,12 @@
 // The packages are installed by run.sh into tests/compat/node_modules (npm install --no-save).
 'use strict';
 
-const { spawn } = require('child_process');
-const fs = require('fs');
-const net = require('net');
-const os = require('os');
-const path = require('path');
+const {
+    need, check, finish, startServer, stopServer, client,
+} = require('./harness');
 
-const HERE = __dirname;
-const ROOT = path.resolve(HERE, '..', '..');
-const RLIMITD = process.env.RLIMITD || path.join(ROOT, 'build-compat', 'rlimitd');
-
-function need(name) {
-    try {
-        return require(require.resolve(name, { paths: [HERE] }));
-    } catch (e) {
-        console.error(`${name} is not installed: run tests/compat/run.sh`);
-        process.exit(2);
-    }
-}
-const Redis = need('ioredis');
 const { RateLimiterRedis, RateLimiterRes } = need('rate-limiter-flexible');
 const { RedisStore } = need('rate-limit-redis');
-
-let passed = 0;
-let failed = 0;
-function check(name, cond, detail) {
-    if (cond) {
-        passed++;
-        console.log(`ok     ${name}`);
-    } else {
-        failed++;
-        console.log(`FAIL   ${name}: ${detail === undefined ? '' : detail}`);
-    }
-}
-
-const live = new Set();
-const tmpdirs = new Set();
-process.on('exit', () => {
-    for (const p of live) p.kill('SIGKILL');
-    for (const dir of tmpdirs) {
-        try {
-            fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
-        } catch (e) {
-            // best effort
-        }
-    }
-});
-for (const [sig, num] of [['SIGINT', 2], ['SIGTERM', 15], ['SIGHUP', 1]]) {
-    process.on(sig, () => process.exit(128 + num));
-}
-
-function freePort() {
-    return new Promise((resolve, reject) => {
-        const s = net.createServer();
-        s.on('error', reject);
-        s.listen(0, '127.0.0.1', () => {
-            const { port } = s.address();
-            s.close(() => resolve(port));
-        });
-    });
-}
-
-function canConnect(port) {
-    return new Promise((resolve) => {
-        const sock = net.connect({ port, host: '127.0.0.1' });
-        sock.on('connect', () => { sock.destroy(); resolve(true); });
-        sock.on('error', () => resolve(false));
-    });
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function startServer(kind) {
-    const port = await freePort();
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `script-limiters-${kind}-`));
-    tmpdirs.add(dir);
-    const log = fs.openSync(path.join(dir, 'log'), 'w');
-    const args = kind === 'rlimitd'
-        ? [RLIMITD, ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
-            '--threads', '2']]
-        : ['redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir,
-            '--save', '', '--appendonly', 'no']];
-    const proc = spawn(args[0], args[1], { stdio: ['ignore', log, log], cwd: dir });
-    live.add(proc);
-    let exited = false;
-    proc.on('exit', () => { exited = true; live.delete(proc); });
-    for (let i = 0; i < 150 && !exited; i++) {
-        if (await canConnect(port)) return { port, proc };
-        await sleep(100);
-    }
-    proc.kill('SIGKILL');
-    throw new Error(`${kind} did not listen on ${port}`);
-}
-
-function client(port) {
-    return new Redis({
-        port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0,
-        retryStrategy: () => null, enableOfflineQueue: false, connectTimeout: 10000,
-    });
-}
 
 async function flexible(kind, port) {
     const redis = client(port);
@@ -195,7 +102,7 @@ async function rateLimitRedis(kind, port) {
 }
 
 async function main() {
-    for (const kind of ['rlimitd', 'redis-server']) {
+    for (const kind of ['rlimitd', 'redis']) {
         let srv;
         try {
             srv = await startServer(kind);
@@ -204,11 +111,10 @@ async function main() {
         } catch (e) {
             check(`${kind}: ran`, false, e.stack);
         } finally {
-            if (srv) srv.proc.kill('SIGTERM');
+            if (srv) await stopServer(srv);
         }
     }
-    console.log(`${passed} passed, ${failed} failed`);
-    process.exit(failed ? 1 : 0);
+    finish();
 }
 
 main();

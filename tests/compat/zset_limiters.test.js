@@ -21,147 +21,17 @@
 // as skipped instead of asserting anything about them.
 'use strict';
 
-const { spawn } = require('child_process');
-const fs = require('fs');
-const net = require('net');
-const os = require('os');
-const path = require('path');
+const {
+    need, check, eq, skip, finish, startServer, stopServer, client,
+} = require('./harness');
 
-const HERE = __dirname;
-const ROOT = path.resolve(HERE, '..', '..');
-const RLIMITD = path.resolve(process.env.RLIMITD || path.join(ROOT, 'build-compat', 'rlimitd'));
 const TARGETS = (process.env.TARGET || 'rlimitd redis').split(/[ ,]+/).filter(Boolean);
-
-function need(name) {
-    try {
-        return require(require.resolve(name, { paths: [HERE] }));
-    } catch (e) {
-        console.error(`${name} is not installed: run tests/compat/run.sh (npm install --no-save)`);
-        process.exit(2);
-    }
-}
-const Redis = need('ioredis');
 const Limiter = need('ratelimiter');
 const { IORedisRateLimiter } = need('rolling-rate-limiter');
 
 const WINDOW_MS = 10000;
 const MAX = 5;
 const CALLS = 7;
-
-// ---- results ----
-
-let passed = 0;
-let failed = 0;
-let skipped = 0;
-function check(name, cond, detail) {
-    if (cond) {
-        passed++;
-        console.log(`ok     ${name}`);
-    } else {
-        failed++;
-        console.log(`FAIL   ${name}: ${detail === undefined ? '' : detail}`);
-    }
-}
-function eq(name, got, want) {
-    const g = JSON.stringify(got);
-    const w = JSON.stringify(want);
-    check(name, g === w, `got ${g}, want ${w}`);
-}
-function skip(name, why) {
-    skipped++;
-    console.log(`skip   ${name}: ${why}`);
-}
-
-// ---- servers ----
-
-const live = new Set();
-const tmpdirs = new Set();
-process.on('exit', () => {
-    for (const p of live) p.kill('SIGKILL');
-    for (const dir of tmpdirs) {
-        try {
-            fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
-        } catch (e) {
-            // best effort: never turn the exit into a crash
-        }
-    }
-});
-for (const [sig, num] of [['SIGINT', 2], ['SIGTERM', 15], ['SIGHUP', 1]]) {
-    process.on(sig, () => process.exit(128 + num));
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function freePort() {
-    return new Promise((resolve, reject) => {
-        const s = net.createServer();
-        s.on('error', reject);
-        s.listen(0, '127.0.0.1', () => {
-            const { port } = s.address();
-            s.close(() => resolve(port));
-        });
-    });
-}
-
-function canConnect(port) {
-    return new Promise((resolve) => {
-        const sock = net.connect({ port, host: '127.0.0.1' });
-        sock.on('connect', () => { sock.destroy(); resolve(true); });
-        sock.on('error', () => resolve(false));
-    });
-}
-
-// rlimitd with the sample configuration, or redis-server with persistence off; free port.
-async function startServer(target) {
-    let port;
-    do {
-        port = await freePort();
-    } while (port <= 20000 || await canConnect(port));
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `zset-limiters-${target}-`));
-    tmpdirs.add(dir);
-    let bin;
-    let args;
-    if (target === 'rlimitd') {
-        if (!fs.existsSync(RLIMITD)) throw new Error(`no rlimitd at ${RLIMITD} (set RLIMITD)`);
-        bin = RLIMITD;
-        args = ['-c', path.join(ROOT, 'conf', 'rlimitd.conf'), '--port', String(port), '--bind',
-            '127.0.0.1', '--dir', dir, '--threads', '2', '--save-interval', '0'];
-    } else {
-        bin = 'redis-server';
-        args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-            '--dir', dir];
-    }
-    const log = fs.openSync(path.join(dir, 'server.log'), 'w');
-    const proc = spawn(bin, args, { stdio: ['ignore', log, log], cwd: dir });
-    live.add(proc);
-    let exited = null;
-    proc.on('exit', (code, sig) => { exited = { code, sig }; live.delete(proc); });
-    proc.on('error', (e) => { exited = { error: e.message }; live.delete(proc); });
-    for (let i = 0; i < 300 && exited === null; i++) {
-        if (await canConnect(port)) return { port, proc };
-        await sleep(100);
-    }
-    proc.kill('SIGKILL');
-    throw new Error(`${target} did not listen on ${port}: ${fs.readFileSync(path.join(dir, 'server.log'))}`);
-}
-
-async function stopServer(s) {
-    if (!live.has(s.proc)) return;
-    const done = new Promise((resolve) => s.proc.on('exit', resolve));
-    s.proc.kill('SIGTERM');
-    const t = setTimeout(() => s.proc.kill('SIGKILL'), 15000);
-    await done;
-    clearTimeout(t);
-}
-
-function client(port) {
-    const r = new Redis({
-        port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0,
-        retryStrategy: () => null, enableOfflineQueue: false, connectTimeout: 10000,
-    });
-    r.on('error', () => {});
-    return r;
-}
 
 // ---- the tests ----
 
@@ -280,8 +150,7 @@ async function main() {
             if (s) await stopServer(s);
         }
     }
-    console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
-    process.exit(failed ? 1 : 0);
+    finish();
 }
 
 main();

@@ -36,7 +36,7 @@ static struct gcra_limits limits(int64_t max_burst, int64_t count, int64_t perio
     return l;
 }
 
-/* One CL.THROTTLE against k at now, storing the TAT as keyspace.c would. */
+/* One CL.THROTTLE against k at now, storing the TAT as the keyspace (ks_values.c) would. */
 static struct gcra_result throttle(struct key *k, const struct gcra_limits *l, int64_t now)
 {
     struct gcra_result r;

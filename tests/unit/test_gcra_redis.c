@@ -204,7 +204,7 @@ struct row {
     int64_t limited, limit, remaining, retry_after, reset_after;
 };
 
-/* One GCRA on k at now_ns; asserts it succeeded; stores as keyspace.c would. */
+/* One GCRA on k at now_ns; asserts it succeeded; stores as the keyspace (ks_values.c) would. */
 static struct gcra_result step(struct key *k, const char *text, int64_t now)
 {
     struct gcra_redis_args a = parse_ok(text);

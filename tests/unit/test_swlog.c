@@ -1,7 +1,8 @@
 /* test_swlog.c - COMMANDS.md, ISALLOWED: the sliding-window log of ISALLOWED.
  *
- * attempt() plays keyspace.c's part: trim, grow the ring geometrically up to what swlog_needed
- * asks for (never past max_count + 1), then record. */
+ * attempt() spells the sequence out by hand: trim, grow the ring geometrically up to what
+ * swlog_needed asks for (never past max_count + 1), then record; swlog_update, the one sequence
+ * the keyspace and the module run, is checked against it at the end. */
 #include <criterion/criterion.h>
 
 #include <stdint.h>
@@ -339,4 +340,134 @@ Test(swlog, initial_cap_is_four_or_max_count_plus_one)
     cr_assert_eq(swlog_initial_cap(3), 4);
     cr_assert_eq(swlog_initial_cap(10), 4);
     cr_assert_eq(swlog_initial_cap(1000000), 4);
+}
+
+/* ---- swlog_update: the one attempt sequence the keyspace and the module share ---- */
+
+struct allocs {
+    unsigned calls;
+    uint32_t last_cap;
+};
+
+static struct swlog *counting_alloc(void *ud, uint32_t cap)
+{
+    struct allocs *a = ud;
+    struct swlog *log = malloc(swlog_bytes(cap));
+
+    cr_assert_not_null(log);
+    a->calls++;
+    a->last_cap = cap;
+    return log;
+}
+
+static struct swlog *no_alloc(void *ud, uint32_t cap)
+{
+    (void)ud;
+    cr_assert_fail("swlog_update allocated a ring of %u slots with no size change due", cap);
+    return NULL;
+}
+
+/* One attempt through swlog_update; frees the old ring when it moved, as owners do. */
+static struct swlog_outcome update(struct swlog **log, int64_t now_ms, int64_t period_ms,
+                                   int64_t max_count, struct allocs *a)
+{
+    struct swlog_attempt at = {now_ms, period_ms, now_ms, max_count};
+    struct swlog_outcome out = swlog_update(*log, &at, counting_alloc, a);
+
+    if (out.log != *log)
+        free(*log);
+    *log = out.log;
+    return out;
+}
+
+Test(swlog_update, grows_through_the_callback_up_to_max_count_plus_one)
+{
+    struct allocs a = {0};
+    struct swlog *log = swlog_new(swlog_initial_cap(10));
+    int i;
+
+    for (i = 0; i < 10; i++) {
+        struct swlog_outcome out = update(&log, T0 + i, 1000, 10, &a);
+
+        cr_expect_eq(out.verdict, SWLOG_ALLOWED, "attempt %d", i);
+        cr_expect_eq(out.len, (uint32_t)i + 1);
+        cr_expect_eq(out.newest_ms, T0 + i);
+    }
+    cr_expect_eq(update(&log, T0 + 10, 1000, 10, &a).verdict, SWLOG_DENIED);
+    cr_expect_eq(update(&log, T0 + 11, 1000, 10, &a).len, 11, "never past max_count + 1");
+    cr_expect_eq(log->cap, 11);
+    cr_expect_eq(a.last_cap, 11);
+    cr_expect_eq(a.calls, 2, "4 -> 8 -> 11 slots");
+    free(log);
+}
+
+Test(swlog_update, no_allocation_when_the_ring_fits)
+{
+    struct swlog *log = swlog_new(4);
+    struct swlog_attempt at = {T0, 1000, T0, 3};
+    struct swlog_outcome out = swlog_update(log, &at, no_alloc, NULL);
+
+    cr_expect_eq(out.log, log);
+    cr_expect_eq(out.verdict, SWLOG_ALLOWED);
+    cr_expect_eq(out.len, 1);
+    free(log);
+}
+
+Test(swlog_update, shrinks_a_mostly_empty_ring_after_the_trim)
+{
+    struct allocs a = {0};
+    struct swlog *log = swlog_new(4);
+    int i;
+
+    for (i = 0; i < 100; i++)
+        update(&log, T0 + i, 1000, 1000, &a);
+    cr_expect_geq(log->cap, 100);
+    /* Everything but this attempt has left the window. */
+    struct swlog_outcome out = update(&log, T0 + 5000, 1000, 1000, &a);
+    cr_expect_eq(out.len, 1);
+    cr_expect_lt(log->cap, 100);
+    cr_expect_eq(swlog_at(log, 0), T0 + 5000);
+    free(log);
+}
+
+Test(swlog_update, cutoff_form_with_period_zero_and_an_attempt_behind_the_clock)
+{
+    struct allocs a = {0};
+    struct swlog *log = swlog_new(4);
+    struct swlog_attempt at = {T0 - 1, 0, T0 + 50, 5};
+    struct swlog_outcome out;
+
+    update(&log, T0 + 100, 1000, 5, &a);
+    /* The module's RLIMIT.LOGPUSH: trim at a cutoff, record at ts; ts behind the newest is
+     * recorded at the newest. */
+    out = swlog_update(log, &at, counting_alloc, &a);
+    if (out.log != log)
+        free(log);
+    log = out.log;
+    cr_expect_eq(out.len, 2);
+    cr_expect_eq(out.newest_ms, T0 + 100);
+    expect_sorted(log);
+    free(log);
+}
+
+/* swlog_update decides as the hand-written sequence (attempt() above) on a random stream. */
+Test(swlog_update, decides_as_trim_fit_record)
+{
+    struct allocs a = {0};
+    struct swlog *x = swlog_new(4), *y = swlog_new(4);
+    int64_t now = T0;
+    unsigned seed = 12345;
+    int i;
+
+    for (i = 0; i < 20000; i++) {
+        int64_t max_count = (int64_t)(rand_r(&seed) % 8);
+
+        now += rand_r(&seed) % 40;
+        int want = attempt(&x, now, 100, max_count);
+        struct swlog_outcome out = update(&y, now, 100, max_count, &a);
+        cr_assert_eq(out.verdict == SWLOG_ALLOWED, want, "seed 12345 step %d", i);
+        cr_assert_eq(out.len, x->len, "seed 12345 step %d", i);
+    }
+    free(x);
+    free(y);
 }

@@ -1,0 +1,131 @@
+/* client.h - one connection (client.c) and the I/O thread it lives on. The network layer's
+ * order is server.c -> client.c: server.c owns the threads, listeners and shutdown and calls
+ * into client.c; client.c knows only struct net_shared, never struct server. */
+#ifndef RLIMITD_CLIENT_H
+#define RLIMITD_CLIENT_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "rlimitd/busypoll.h"
+#include "rlimitd/cmd.h"
+#include "rlimitd/conf.h"
+#include "rlimitd/reply.h"
+#include "rlimitd/resp.h"
+#include "rlimitd/stats.h"
+
+/* What all connections share, whichever thread serves them: set up by server.c before the
+ * threads start. The registry (CLIENT LIST, CLIENT KILL) is the list of every open connection. */
+struct net_shared {
+    struct conf *conf;
+    struct cmd_env *env;
+    pthread_mutex_t lock;   /* guards the registry list and session names */
+    struct client *registry;
+    _Atomic int64_t nclients; /* open connections, for maxclients */
+    _Atomic uint64_t next_client_id;
+    _Atomic int stopping;   /* shutdown begun: new connections are refused */
+};
+
+struct server;
+
+/* One I/O thread: its own loop, listeners and clients (DESIGN.md "Threads"). */
+struct io_thread {
+    int index;
+    struct server *srv;       /* opaque here: only server.c looks inside */
+    struct net_shared *net;   /* what the thread's connections share with every other one */
+    pthread_t tid;
+    uv_loop_t loop;
+    uv_async_t wakeup; /* shutdown and CLIENT KILL requests from other threads */
+    uv_timer_t cron;   /* active expiry, idle timeouts */
+    /* Busy polling (busypoll.h): the prepare and check handles bracket every poll; the idle
+     * handle, while started, makes the poll return at once instead of sleeping. */
+    uv_prepare_t before_poll;
+    uv_check_t after_poll;
+    uv_idle_t spin;
+    struct busypoll busypoll;
+    int schedstat_fd; /* /proc/thread-self/schedstat of this thread, or -1 */
+    uv_tcp_t listeners[CONF_MAX_BIND];
+    int nlisteners;
+    uv_pipe_t unix_listener;
+    int has_unix;
+    struct client *clients; /* this thread's connections (thread-local list) */
+    /* Per-thread halves of every connection's buffers (DESIGN.md "Connections"): the read
+     * buffer and argument vectors, and a reply buffer lent to the connection being served. */
+    struct resp_shared resp;
+    struct rbuf spare_out;
+    char unix_addr[112];   /* "path:0" of this thread's unix socket clients, set at accept */
+    unsigned expire_shard;  /* next of this thread's shards to sweep */
+    unsigned config_gen;    /* last configuration generation applied */
+    int stopped;            /* shutdown handled: listeners and timers are closing */
+    struct stats stats;
+};
+
+/* Connection states, as memcached names them: what the connection is waiting for. */
+enum client_state {
+    CLIENT_ACTIVE = 0, /* reading and answering */
+    CLIENT_PAUSED,     /* not reading: pending output over client-output-buffer-limit */
+    CLIENT_DRAINING,   /* not reading: flushing the last replies, then close */
+    CLIENT_CLOSING,    /* uv_close called; freed in the close callback */
+};
+
+/* A write the kernel did not take at once: the unsent bytes, owned by the uv_write. */
+struct client_write {
+    uv_write_t req;
+    struct client *c;
+    size_t len;
+    char data[];
+};
+
+/* One connection. An idle one owns nothing but this struct (DESIGN.md "Connections"): its
+ * parser keeps bytes only for an incomplete command, `out` holds a buffer only while replies are
+ * being produced or wait behind a write, and `inflight` exists only while a write is pending. */
+struct client {
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } h;
+    struct io_thread *thread;
+    struct session session;
+    struct resp resp;
+    struct rbuf out;                 /* replies not yet handed to the kernel */
+    struct client_write *inflight;   /* the pending uv_write, or NULL */
+    struct client *tprev, *tnext;    /* thread list */
+    struct client *gprev, *gnext;    /* registry list (under net_shared.lock) */
+    const char *addr;                /* peer "ip:port" (addr_buf), or the thread's unix_addr */
+    /* CLIENT LIST figures, written by the owning thread after each batch, read by any thread. */
+    _Atomic size_t qbuf, qbuf_free, rbs, obl, omem, tot_mem;
+    int fd;
+    unsigned char state;             /* enum client_state */
+    unsigned char reading;           /* uv_read_start is in effect */
+    unsigned char is_unix;
+    _Atomic unsigned char kill;      /* set by CLIENT KILL from any thread */
+    char addr_buf[INET6_ADDRSTRLEN + 8];
+};
+
+/* A client callback ran in this loop turn (busy-poll accounting). */
+static inline void thread_mark_work(struct io_thread *t)
+{
+    if (!busypoll_turn_has_work(&t->busypoll))
+        busypoll_work(&t->busypoll, uv_hrtime());
+}
+
+/* client.c */
+/* The thread's shared parser and reply buffers: before its first accept, after a CONFIG SET
+ * (limits), after its last close. */
+void client_thread_init(struct io_thread *t);
+void client_thread_config(struct io_thread *t);
+void client_thread_deinit(struct io_thread *t);
+void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix);
+/* Closes the client once its pending replies are written. */
+void client_close_after_flush(struct client *c);
+/* Closes the client now (pending output dropped). */
+void client_close(struct client *c);
+/* CLIENT LIST line of c appended to out (caller holds net_shared.lock). */
+void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_ms);
+
+#endif

@@ -1,0 +1,304 @@
+/* ks_internal.h - what the files of the keyspace share, private to src/store: the shard and
+ * keyspace structures, the slab and table constants, the hot-path helpers (static inline, so a
+ * lookup costs no call across files) and the prototypes of the internal functions.
+ *
+ * Which file owns what (src/store/README.md):
+ *   keyspace.c   create/destroy/flush, locks, memory and key counts, WATCH, DEL, RENAME
+ *   ks_table.c   the open-addressing table: insert, remove, rehash, shrink, entry shape changes
+ *   ks_slab.c    the per-shard slab allocator and the shard's byte counter
+ *   ks_entry.h   the entry layout (inline accessors)
+ *   ks_values.c  strings, counters, GCRA, hashes, ks_get
+ *   ks_swlog.c   window logs (ISALLOWED), crings, sorted-set open/close
+ *   ks_expire.c  TTL/EXPIRE/PERSIST, the active expiry cycle, SCAN
+ *   ks_dump.c    sliced dumps, restore, bulk loading (the snapshot API) */
+#ifndef RLIMITD_KS_INTERNAL_H
+#define RLIMITD_KS_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ks_entry.h"
+#include "rlimitd/hash.h"
+#include "rlimitd/keyspace.h"
+#include "rlimitd/swlog.h"
+
+#define MIN_SLOTS 16
+#define PAGE 4096u
+
+/* Slot arrays at least this many slots come from mmap: 5 * 4096 bytes is whole pages, and a
+ * freed table goes straight back to the kernel instead of leaving a hole in the heap. */
+#define MMAP_TABLE_SLOTS 4096
+
+/* ---- slab allocator (ks_slab.c) ---- */
+#define SLAB_SIZE 65536u
+#define UNIT_SHIFT 3
+#define OFF_BITS 13 /* SLAB_SIZE >> UNIT_SHIFT = 8192 units */
+#define MAX_SMALL 256u
+#define NCLASS ((MAX_SMALL - MIN_ENTRY) / 8 + 1)
+#define MAX_BLOCKS ((1u << (32 - OFF_BITS)) - 1) /* keeps REF_NONE out of reach */
+#define REF_NONE UINT32_MAX
+
+struct slabs {
+    uint8_t **blk; /* a 64 KiB slab or one large entry, by index */
+    uint32_t nblk; /* indices handed out so far */
+    uint32_t cap;
+    uint32_t *free_idx; /* indices of freed large entries, for reuse */
+    uint32_t nfree_idx;
+    uint32_t cap_free_idx;
+    uint32_t free_head[NCLASS]; /* free list of each class, REF_NONE = empty */
+    uint32_t bump_blk[NCLASS];  /* slab being carved for each class */
+    uint32_t bump_off[NCLASS];  /* next free byte in it; SLAB_SIZE = none yet */
+    uint64_t slab_bytes;        /* accounted slab pages (touched ones) */
+    uint32_t *slab_idx;         /* which blocks are mmap'd slabs (the rest are large entries) */
+    uint32_t nslab;
+    uint32_t cap_slab;
+};
+
+/* A window log as stored (issue 5: at most 40 bytes per key plus 8 per timestamp). swlog.c's
+ * struct swlog keeps int64 timestamps (16 + 8 * cap bytes in a malloc chunk: 112 for the 11 slots
+ * of max_count 10, 152 bytes per key in all). A cring keeps them as uint32 offsets from the
+ * oldest, oldest first: 12 + 4 * cap bytes, 56 for 11 slots, a 64-byte malloc chunk (about 106
+ * bytes per key in all). swlog.c stays the only code that decides anything: each ISALLOWED
+ * unpacks the cring into a struct swlog on the stack (cring_load), runs swlog_trim / swlog_fit_cap
+ * / swlog_record on it exactly as on a stored swlog, and packs the result back (cring_store).
+ * That is O(len) per call instead of O(log len), so a cring is used up to CRING_MAX_CAP slots
+ * only, and only while the newest and oldest timestamps are less than 2^32 ms (49 days) apart
+ * (a wall clock that stepped far, or a restored file, can make them so); otherwise the entry
+ * holds a struct swlog as before (F_CRING clear). The ring's capacity, as swlog_fit_cap chose
+ * it, is kept in cap, so rings are sized exactly as in the Redis module. */
+#define CRING_MAX_CAP 64
+
+struct cring {
+    uint32_t base_lo, base_hi; /* the oldest timestamp, ms (two halves: 4-byte alignment) */
+    uint8_t cap, len;
+    uint8_t pad_[2];
+    uint32_t off[]; /* cap slots, len used: timestamp i = base + off[i] */
+};
+
+/* Room for a struct swlog of up to CRING_MAX_CAP slots on the stack. */
+union swlog_buf {
+    struct swlog log;
+    int64_t words[2 + CRING_MAX_CAP];
+};
+
+struct shard {
+    pthread_mutex_t lock;
+    uint8_t *tags; /* nslots tags, then the refs array in the same block */
+    uint32_t *refs;
+    uint64_t mask;          /* slots - 1 */
+    uint64_t expire_cursor; /* where the active expiry sweep resumes */
+    struct slabs sl;
+    /* Sliced dump (ks_dump_begin): entries whose F_EPOCH bit differs from epoch are still to be
+     * dumped; dump_left counts them. Outside a dump every entry's bit equals epoch. */
+    uint8_t epoch;
+    uint8_t dumping;
+    uint64_t dump_left;
+    uint64_t dump_cursor;
+    uint64_t table_gen;  /* bumped whenever the slot array is replaced */
+    uint64_t dump_gen;   /* table_gen the cursor refers to */
+    unsigned dump_wraps; /* passes wrapped since the last resize */
+    /* Bulk load (ks_bulk_add): keys in the slabs but not yet in the table. */
+    uint64_t *bulk;
+    uint64_t nbulk, cap_bulk;
+    /* Written under the lock, read by INFO without it: relaxed atomics. */
+    _Atomic uint64_t count;
+    _Atomic uint64_t expires;
+    _Atomic uint64_t limiter; /* entries of type KS_GCRA or KS_SWLOG (INFO limiter_keys) */
+    _Atomic int64_t mem;
+    /* Keys some session WATCHes (keyspace.c "Watched keys"); NULL almost always. */
+    struct ks_watch *watch;
+} __attribute__((aligned(64)));
+
+struct keyspace {
+    unsigned bits;
+    unsigned nshards;
+    uint8_t seed[16];
+    _Atomic uint64_t maxmemory;
+    _Atomic uint64_t external; /* memory held outside the tables that counts too (Lua) */
+    struct shard *shards;
+    int bulk; /* between ks_bulk_begin and ks_bulk_end */
+};
+
+/* ---- counters (written under the shard lock, read by INFO without it) ---- */
+
+static inline void counter_add(_Atomic uint64_t *c, int64_t d)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + (uint64_t)d,
+                          memory_order_relaxed);
+}
+
+static inline void count_limiter(struct shard *sh, enum ks_type t, int64_t d)
+{
+    if (t == KS_GCRA || t == KS_SWLOG)
+        counter_add(&sh->limiter, d);
+}
+
+static inline void mem_add_n(struct shard *sh, int64_t n)
+{
+    atomic_store_explicit(&sh->mem, atomic_load_explicit(&sh->mem, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+/* ---- slab allocator (ks_slab.c) ---- */
+
+static inline uint8_t *sl_ptr(const struct slabs *s, uint32_t ref)
+{
+    return s->blk[ref >> OFF_BITS] + ((size_t)(ref & ((1u << OFF_BITS) - 1)) << UNIT_SHIFT);
+}
+
+static inline uint8_t *ref_ptr(const struct shard *sh, uint32_t ref)
+{
+    return sl_ptr(&sh->sl, ref);
+}
+
+void *xmmap(size_t n);
+void mem_add(struct shard *sh, void *p, int sign);
+void *shard_alloc(struct shard *sh, size_t n);
+void shard_free(struct shard *sh, void *p);
+void slabs_init(struct slabs *s);
+uint32_t new_index(struct shard *sh, struct slabs *s);
+uint32_t slab_alloc(struct shard *sh, struct slabs *s, size_t size);
+void slab_free(struct shard *sh, struct slabs *s, uint32_t ref, size_t size);
+void slabs_release(struct shard *sh, struct slabs *s);
+
+/* ---- the table (ks_table.c) ---- */
+
+static inline uint8_t tag_of(uint64_t hash)
+{
+    /* Bits 44..50: below the shard bits (at most the top 12) and above any realistic home slot
+     * bits, so tags stay independent of where a key sits. */
+    return (uint8_t)(0x80 | ((hash >> 44) & 0x7f));
+}
+
+static inline uint64_t entry_hash(const struct keyspace *ks, const uint8_t *e)
+{
+    size_t klen = e_klen(e);
+    return hash_siphash13(e_key(e, klen), klen, ks->seed);
+}
+
+/* ks_shard, inline: every command starts here. The top bits of the hash pick the shard. */
+static inline unsigned shard_index(const struct keyspace *ks, const struct ks_key *k)
+{
+    return ks->bits == 0 ? 0 : (unsigned)(k->hash >> (64 - ks->bits));
+}
+
+static inline struct shard *shard_of(struct keyspace *ks, const struct ks_key *k)
+{
+    return &ks->shards[shard_index(ks, k)];
+}
+
+static inline uint8_t *slot_entry(const struct shard *sh, uint64_t i)
+{
+    return ref_ptr(sh, sh->refs[i]);
+}
+
+/* Slot of key, or -1. Reads tags until the first empty slot; an entry is read on a tag match. */
+static inline int64_t lookup(const struct shard *sh, const struct ks_key *k)
+{
+    uint64_t mask = sh->mask;
+    uint64_t i = k->hash & mask;
+    uint8_t tag = tag_of(k->hash);
+    for (;;) {
+        uint8_t t = sh->tags[i];
+        if (t == 0)
+            return -1;
+        if (t == tag) {
+            const uint8_t *e = slot_entry(sh, i);
+            size_t klen = e_klen(e);
+            if (klen == k->len && memcmp(e_key(e, klen), k->p, klen) == 0)
+                return (int64_t)i;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+void table_alloc(struct shard *sh, uint64_t nslots);
+void table_free(struct shard *sh, uint8_t *tags, uint64_t nslots);
+void remove_slot(const struct keyspace *ks, struct shard *sh, uint64_t i);
+
+/* Finds key; an expired entry is freed here and reported absent (lazy expiry). */
+static inline int64_t find(const struct keyspace *ks, struct shard *sh, const struct ks_key *k,
+                           int64_t now)
+{
+    int64_t i = lookup(sh, k);
+    if (i < 0)
+        return -1;
+    if (e_expired(slot_entry(sh, (uint64_t)i), now)) {
+        remove_slot(ks, sh, (uint64_t)i);
+        return -1;
+    }
+    return i;
+}
+
+void rehash(const struct keyspace *ks, struct shard *sh, uint64_t nslots, int compact);
+void maybe_shrink(const struct keyspace *ks, struct shard *sh);
+uint32_t entry_new(struct shard *sh, enum ks_type type, uint8_t flags, const char *key, size_t klen,
+                   uint8_t **out);
+uint64_t insert(const struct keyspace *ks, struct shard *sh, const struct ks_key *k,
+                enum ks_type type, uint8_t flags);
+uint8_t *reshape(struct shard *sh, uint64_t i, uint8_t nflags, int64_t exp);
+
+/* ---- values and expiry of an entry (ks_table.c) ---- */
+
+int has_blob(enum ks_type t);
+size_t blob_bytes(enum ks_type t, void *p);
+void free_value(struct shard *sh, uint8_t *e);
+void free_entry_at(struct shard *sh, uint64_t i);
+
+static inline void count_expiry_change(struct shard *sh, int64_t old, int64_t at)
+{
+    if ((old != 0) != (at != 0))
+        counter_add(&sh->expires, at != 0 ? 1 : -1);
+}
+
+static inline void set_type(struct shard *sh, uint8_t *e, enum ks_type t)
+{
+    count_limiter(sh, e_type(e), -1);
+    count_limiter(sh, t, 1);
+    e[E_FLAGS] = (uint8_t)((e[E_FLAGS] & ~F_TYPE) | (uint8_t)t);
+}
+
+void set_expire(struct shard *sh, uint64_t i, int64_t at);
+uint8_t *prepare_new_value(struct shard *sh, uint64_t i);
+
+/* Creating a key is refused over maxmemory; everything else keeps working (COMMANDS.md, Wire
+ * protocol). */
+static inline int over_maxmemory(const struct keyspace *ks)
+{
+    uint64_t max = atomic_load_explicit(&ks->maxmemory, memory_order_relaxed);
+    return max != 0 && ks_used_memory(ks) > max;
+}
+
+/* ---- WATCH (keyspace.c) ---- */
+
+void touch_key(struct shard *sh, const char *key, size_t klen);
+
+static inline void touch_entry(struct shard *sh, const uint8_t *e)
+{
+    if (__builtin_expect(sh->watch != NULL, 0)) {
+        size_t klen = e_klen(e);
+        touch_key(sh, e_key(e, klen), klen);
+    }
+}
+
+/* ---- GCRA (ks_values.c) and window logs (ks_swlog.c), used by restore too ---- */
+
+void set_gcra(struct shard *sh, uint64_t i, int64_t tat);
+
+/* The cring as a struct swlog in b (through swlog.c's own functions only). Inline: every
+ * ISALLOWED on a small log runs it. */
+static inline struct swlog *cring_load(const struct cring *c, union swlog_buf *b)
+{
+    uint64_t base = ((uint64_t)c->base_hi << 32) | c->base_lo;
+    swlog_init(&b->log, c->cap);
+    /* Recording in order rebuilds the ring exactly: max_count = cap - 1 keeps up to cap. */
+    for (uint32_t i = 0; i < c->len; i++)
+        swlog_record(&b->log, (int64_t)(base + c->off[i]), (int64_t)c->cap - 1);
+    return &b->log;
+}
+
+void store_log(struct shard *sh, uint8_t *e, void *old, struct swlog *log, int on_heap);
+
+#endif

@@ -1,0 +1,220 @@
+/* ks_values.c - the value types that live in the entry or one blob: strings and counters
+ * (KS_INT, KS_RAW), GCRA state (KS_GCRA: the TAT, which is also the expiry), hashes (open/close
+ * around hashval.c), and ks_get, which reads any of them. */
+#include "ks_internal.h"
+
+#include "rlimitd/util.h"
+#include "rlimitd/zset.h"
+
+/* Stores a new TAT in the GCRA entry of slot i; its expiry becomes the TAT (COMMANDS.md,
+ * CL.THROTTLE). */
+void set_gcra(struct shard *sh, uint64_t i, int64_t tat)
+{
+    uint8_t *e = slot_entry(sh, i);
+    int64_t old = e_expire(e);
+    if ((e[E_FLAGS] & (F_HAS_EXP | F_EXP_IS_VAL)) != F_EXP_IS_VAL)
+        e = reshape(sh, i, (uint8_t)((e[E_FLAGS] & F_TYPE) | F_EXP_IS_VAL), 0);
+    e_set_val(e, tat);
+    touch_entry(sh, e);
+    count_expiry_change(sh, old, tat);
+}
+
+/* Stores r->new_tat at key if the step said so: slot i (-1 if absent, then created). */
+static int gcra_store(struct keyspace *ks, struct shard *sh, const struct ks_key *key, int64_t i,
+                      const struct gcra_result *r)
+{
+    if (!r->store)
+        return KS_OK;
+    if (i < 0) {
+        if (over_maxmemory(ks))
+            return KS_OOM;
+        i = (int64_t)insert(ks, sh, key, KS_GCRA, F_EXP_IS_VAL);
+    }
+    set_gcra(sh, (uint64_t)i, r->new_tat);
+    return KS_OK;
+}
+
+int ks_gcra_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
+                  const struct gcra_limits *l, struct gcra_result *r, const char **err)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    const uint8_t *e = i >= 0 ? slot_entry(sh, (uint64_t)i) : NULL;
+    if (e != NULL && e_type(e) != KS_GCRA)
+        return KS_WRONGTYPE;
+    if (gcra_step(l, now, e != NULL, e != NULL ? e_val(e) : 0, r, err) != 0)
+        return KS_LIMIT_ERR;
+    return gcra_store(ks, sh, key, i, r);
+}
+
+/* GCRA shares CL.THROTTLE's entry: the same KS_GCRA type and nanosecond TAT, expiring at it. */
+int ks_gcra_redis_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
+                        const struct gcra_redis_args *a, struct gcra_result *r, const char **err)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    const uint8_t *e = i >= 0 ? slot_entry(sh, (uint64_t)i) : NULL;
+    if (e != NULL && e_type(e) != KS_GCRA)
+        return KS_WRONGTYPE;
+    if (gcra_redis_step(a, now, e != NULL, e != NULL ? e_val(e) : 0, r, err) != 0)
+        return KS_LIMIT_ERR;
+    return gcra_store(ks, sh, key, i, r);
+}
+
+enum ks_type ks_get(struct keyspace *ks, const struct ks_key *key, int64_t now, struct ks_value *v)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    if (i < 0)
+        return KS_NONE;
+    const uint8_t *e = slot_entry(sh, (uint64_t)i);
+    enum ks_type t = e_type(e);
+    if (v != NULL) {
+        v->type = t;
+        v->i = 0;
+        v->p = NULL;
+        v->len = 0;
+        switch (t) {
+        case KS_GCRA:
+        case KS_INT:
+            v->i = e_val(e);
+            break;
+        case KS_RAW: {
+            const struct rawstr *s = e_ptr(e);
+            v->p = s->data;
+            v->len = s->len;
+            break;
+        }
+        case KS_HASH:
+            v->i = (int64_t)hv_count(e_ptr(e));
+            break;
+        case KS_SWLOG:
+            v->i = (e[E_FLAGS] & F_CRING) ? ((const struct cring *)e_ptr(e))->len
+                                          : ((const struct swlog *)e_ptr(e))->len;
+            break;
+        case KS_ZSET:
+            v->i = (int64_t)zs_card(e_ptr(e));
+            break;
+        default:
+            break;
+        }
+    }
+    return t;
+}
+
+/* Stores val in slot i as KS_INT when it is a canonical integer (what INCR can work on), else
+ * raw. The expiry is left as it was. */
+static void store_string(struct shard *sh, uint64_t i, const char *val, size_t len)
+{
+    int64_t n;
+    uint8_t *e = prepare_new_value(sh, i);
+    touch_entry(sh, e);
+    if (util_parse_i64(val, len, &n) == 0) {
+        set_type(sh, e, KS_INT);
+        e_set_val(e, n);
+        return;
+    }
+    struct rawstr *s = shard_alloc(sh, sizeof(*s) + len);
+    s->len = len;
+    memcpy(s->data, val, len);
+    set_type(sh, e, KS_RAW);
+    e_set_ptr(e, s);
+}
+
+int ks_set(struct keyspace *ks, const struct ks_key *key, int64_t now, const char *val, size_t len,
+           int64_t expire_at, int flags)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    if ((flags & KS_SET_NX) && i >= 0)
+        return 0;
+    if ((flags & KS_SET_XX) && i < 0)
+        return 0;
+    if (i < 0) {
+        if (over_maxmemory(ks))
+            return KS_OOM;
+        int with_exp = !(flags & KS_SET_KEEPTTL) && expire_at != 0;
+        i = (int64_t)insert(ks, sh, key, KS_INT, with_exp ? F_HAS_EXP : 0);
+    }
+    store_string(sh, (uint64_t)i, val, len);
+    if (!(flags & KS_SET_KEEPTTL))
+        set_expire(sh, (uint64_t)i, expire_at);
+    return 1;
+}
+
+int ks_incrby(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t delta,
+              int64_t *out)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    if (i < 0) {
+        if (over_maxmemory(ks))
+            return KS_OOM;
+        i = (int64_t)insert(ks, sh, key, KS_INT, 0);
+    }
+    uint8_t *e = slot_entry(sh, (uint64_t)i);
+    switch (e_type(e)) {
+    case KS_INT:
+        break;
+    case KS_RAW:
+        return KS_NOTINT;
+    default:
+        return KS_WRONGTYPE;
+    }
+    int64_t sum;
+    if (__builtin_add_overflow(e_val(e), delta, &sum))
+        return KS_OVERFLOW;
+    e_set_val(e, sum);
+    touch_entry(sh, e);
+    *out = sum;
+    return KS_OK;
+}
+
+int ks_hash_open(struct keyspace *ks, const struct ks_key *key, int64_t now, int mode,
+                 struct ks_href *r)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    r->slot = i;
+    r->h = NULL;
+    r->bytes = 0;
+    if (i >= 0) {
+        uint8_t *e = slot_entry(sh, (uint64_t)i);
+        if (e_type(e) != KS_HASH)
+            return KS_WRONGTYPE;
+        r->h = e_ptr(e);
+        r->bytes = hv_bytes(r->h);
+    } else if (mode == KS_H_CREATE) {
+        if (over_maxmemory(ks))
+            return KS_OOM;
+        r->h = hv_new();
+    }
+    return KS_OK;
+}
+
+void ks_hash_close(struct keyspace *ks, const struct ks_key *key, struct ks_href *r, int changed)
+{
+    struct shard *sh = shard_of(ks, key);
+    if (r->slot < 0) {
+        if (r->h == NULL)
+            return;
+        if (hv_count(r->h) == 0) {
+            hv_free(r->h);
+        } else {
+            uint64_t i = insert(ks, sh, key, KS_HASH, 0);
+            e_set_ptr(slot_entry(sh, i), r->h);
+            mem_add_n(sh, (int64_t)hv_bytes(r->h));
+        }
+    } else {
+        uint8_t *e = slot_entry(sh, (uint64_t)r->slot);
+        e_set_ptr(e, r->h);
+        mem_add_n(sh, (int64_t)hv_bytes(r->h) - (int64_t)r->bytes);
+        if (hv_count(r->h) == 0) {
+            remove_slot(ks, sh, (uint64_t)r->slot);
+            maybe_shrink(ks, sh);
+        } else if (changed) {
+            touch_entry(sh, e);
+        }
+    }
+    r->h = NULL;
+}
