@@ -3,9 +3,11 @@
  * A per-process random seed makes bucket positions unpredictable, so a client cannot aim many
  * keys at one chain (DESIGN.md, "Keyspace"). SipHash-1-3 (one compression round per 8-byte word,
  * three finalization rounds) is the variant Redis and Rust use for hash tables: fast on short keys
- * and still keyed. Written from the published description; words are read little-endian byte by
- * byte, so the result is the same on every host and unaligned input is fine. */
+ * and still keyed. Written from the published description; words are read little-endian (one
+ * unaligned load, byte-swapped on a big-endian host), so the result is the same on every host. */
 #include "rlimitd/hash.h"
+
+#include <string.h>
 
 #define C_ROUNDS 1
 #define D_ROUNDS 3
@@ -15,13 +17,13 @@ static uint64_t rotl(uint64_t x, int b)
     return (x << b) | (x >> (64 - b));
 }
 
-static uint64_t load_le64(const uint8_t *p)
+static inline uint64_t load_le64(const uint8_t *p)
 {
-    uint64_t v = 0;
-    int i;
-
-    for (i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
     return v;
 }
 
@@ -29,7 +31,7 @@ struct sip {
     uint64_t v0, v1, v2, v3;
 };
 
-static void sip_round(struct sip *s)
+static inline void sip_round(struct sip *s)
 {
     s->v0 += s->v1;
     s->v1 = rotl(s->v1, 13);
@@ -76,9 +78,10 @@ uint64_t hash_siphash13(const void *data, size_t len, const uint8_t seed[16])
         compress(&s, load_le64(p));
     /* The final word holds the 0..7 remaining bytes and, in its top byte, len mod 256. */
     last = (uint64_t)(len & 0xff) << 56;
-    while (left > 0) {
-        left--;
-        last |= (uint64_t)p[left] << (8 * left);
+    if (left > 0) {
+        uint8_t tail[8] = {0};
+        memcpy(tail, p, left);
+        last |= load_le64(tail);
     }
     compress(&s, last);
     s.v2 ^= 0xff;
