@@ -6,7 +6,8 @@ Both servers run at once, each a fresh process on a free port (rlimitd with 1 I/
 polling off, as Redis has one thread and no spinning: a spinning thread's CPU time is not work
 done for a request; redis-server with persistence off):
   memory: KEYS token-bucket hashes (HSET k tokens <n> ts <13-digit ms>) loaded into each,
-          used_memory growth per key (INFO memory), target rlimitd <= 0.5x Redis;
+          used_memory growth per key (INFO memory; RSS growth beside it), target rlimitd <= 0.5x
+          Redis;
   CPU:    REQS requests of HMGET k tokens ts + HSET k tokens <n> ts <ms> over those keys at
           pipeline 16, sent to the two servers in alternating slices (SLICES of them, the order
           swapped each time) so that both see the same machine: a shared, busy CPU changes the
@@ -35,12 +36,12 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def used_memory(c):
+def used_memory(c, field=b"used_memory"):
     info = c.run([["INFO", "memory"]])[0]
     for line in info.split(b"\r\n"):
-        if line.startswith(b"used_memory:"):
+        if line.startswith(field + b":"):
             return int(line.split(b":")[1])
-    raise RuntimeError("no used_memory")
+    raise RuntimeError("no %s" % field.decode())
 
 
 def blast(c, batches):
@@ -53,7 +54,9 @@ def blast(c, batches):
 
 
 def load(c, keys, now):
+    """Loads the hashes; returns used_memory and RSS growth per key."""
     base = used_memory(c)
+    base_rss = used_memory(c, b"used_memory_rss")
     batch = []
     for k in range(keys):
         batch.append(["HSET", "tb:%d" % k, "tokens", str(k % 100), "ts", str(now + k)])
@@ -62,7 +65,8 @@ def load(c, keys, now):
             batch = []
     if batch:
         c.run(batch)
-    return (used_memory(c) - base) / keys
+    return ((used_memory(c) - base) / keys,
+            (used_memory(c, b"used_memory_rss") - base_rss) / keys)
 
 
 SLICES = 10
@@ -77,7 +81,8 @@ def measure(servers, keys, reqs):
             conns[name] = Conn(port)
         now = int(time.time() * 1000)
         for name in servers:
-            res[name] = {"mem": load(conns[name], keys, now), "cpu": 0.0, "dt": 0.0}
+            mem, rss = load(conns[name], keys, now)
+            res[name] = {"mem": mem, "rss": rss, "cpu": 0.0, "dt": 0.0}
         rnd = random.Random(1)
         batches = []
         for i in range(0, reqs, 8):
@@ -125,6 +130,8 @@ def main():
     print("|---|---|---|---|---|")
     print("| used_memory per key (bytes) | %.1f | %.1f | %.2f | <= 0.5 |"
           % (r["mem"], o["mem"], r["mem"] / o["mem"]))
+    print("| RSS growth per key (bytes) | %.1f | %.1f | %.2f | |"
+          % (r["rss"], o["rss"], r["rss"] / o["rss"]))
     print("| server CPU per HMGET+HSET (us), pipeline 16 | %.2f | %.2f | %.2f | <= 0.7 |"
           % (r["cpu_us"], o["cpu_us"], r["cpu_us"] / o["cpu_us"]))
     print("| HMGET+HSET pairs/s (Python client bound) | %.0f | %.0f | | |" % (r["rate"], o["rate"]))

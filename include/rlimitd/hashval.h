@@ -62,6 +62,11 @@ struct hashval *hv_compact_load(struct hv_local *buf, const unsigned char *c, si
  * returns 0 and c is unchanged (the caller loads, sets and writes the hash instead). */
 int hv_compact_update(unsigned char *c, size_t n, const char *f, size_t flen, const char *v,
                       size_t vlen);
+/* HMGET's read of a compact form (n bytes at c) without loading it: 1 and field f's value in
+ * *v / *vlen (pointing into c, or at its text written into num), or 0 if f is not there. */
+#define HV_NUM_BYTES 24
+int hv_compact_get(const unsigned char *c, size_t n, const char *f, size_t flen, const char **v,
+                   size_t *vlen, char num[HV_NUM_BYTES]);
 /* The field count of a compact form (without loading it). */
 size_t hv_compact_count(const unsigned char *c, size_t n);
 

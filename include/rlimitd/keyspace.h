@@ -160,6 +160,12 @@ void ks_hash_close(struct keyspace *ks, const struct ks_key *key, struct ks_href
 int ks_hash_update_inline(struct keyspace *ks, const struct ks_key *key, int64_t now, int npairs,
                           char *const *argv, const size_t *lens);
 
+/* Reads' fast path: if key holds a hash stored in its entry, copies its compact form (hashval.h)
+ * into buf (HV_COMPACT_MAX bytes) and returns its length; else 0 (absent, another type, or a
+ * hash on the heap: the caller takes ks_hash_open's path). */
+size_t ks_hash_peek_inline(struct keyspace *ks, const struct ks_key *key, int64_t now,
+                           unsigned char *buf);
+
 /* ---- sorted sets (docs/COMMANDS.md, Sorted sets) ---- */
 
 struct zset;

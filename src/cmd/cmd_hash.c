@@ -88,6 +88,21 @@ static void cmd_hget(struct cmd_ctx *x)
 
 static void cmd_hmget(struct cmd_ctx *x)
 {
+    unsigned char c[HV_COMPACT_MAX];
+    size_t cn = ks_hash_peek_inline(x->env->ks, &x->keys[0], x->now, c);
+    if (cn > 0) { /* a hash in its entry: read where it is */
+        reply_array(x->out, x->argc - 2);
+        for (int i = 2; i < x->argc; i++) {
+            const char *v;
+            size_t vlen;
+            char num[HV_NUM_BYTES];
+            if (hv_compact_get(c, cn, x->argv[i], x->lens[i], &v, &vlen, num))
+                reply_bulk(x->out, v, vlen);
+            else
+                reply_nil(x->out);
+        }
+        return;
+    }
     struct ks_href r;
     if (open_hash(x, KS_H_READ, &r) != 0)
         return;

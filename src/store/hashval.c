@@ -508,6 +508,35 @@ int hv_compact_update(unsigned char *c, size_t n, const char *f, size_t flen, co
     return 0;
 }
 
+int hv_compact_get(const unsigned char *c, size_t n, const char *f, size_t flen, const char **v,
+                   size_t *vlen, char num[HV_NUM_BYTES])
+{
+    size_t pos = 0;
+    while (pos < n) {
+        size_t fl = c[pos];
+        size_t vpos = pos + 1 + fl;
+        unsigned tag = c[vpos];
+        size_t w = tag >= VTAG_INT ? tag - VTAG_INT : tag;
+        if (fl == flen && memcmp(c + pos + 1, f, flen) == 0) {
+            if (tag < VTAG_INT) {
+                *v = (const char *)c + vpos + 1;
+                *vlen = tag;
+                return 1;
+            }
+            uint64_t u = 0;
+            for (size_t i = 0; i < w; i++)
+                u |= (uint64_t)c[vpos + 1 + i] << (8 * i);
+            if (w < 8 && (u >> (8 * w - 1)) & 1)
+                u |= ~(uint64_t)0 << (8 * w); /* sign extension */
+            *vlen = util_fmt_i64(num, (int64_t)u);
+            *v = num;
+            return 1;
+        }
+        pos = vpos + 1 + w;
+    }
+    return 0;
+}
+
 size_t hv_compact_count(const unsigned char *c, size_t n)
 {
     size_t pos = 0, count = 0;

@@ -154,7 +154,7 @@ static inline size_t inline_read(const uint8_t *e, unsigned char *out)
 {
     size_t n = e[0];
     size_t head = n < INLINE_HEAD ? n : INLINE_HEAD;
-    memcpy(out, e + 1, head);
+    memcpy(out, e + 1, INLINE_HEAD); /* a constant size: two loads (out has room) */
     if (n > head) {
         size_t klen = e_klen(e);
         memcpy(out + head, e + key_off(e[E_FLAGS], klen) + klen, n - head);

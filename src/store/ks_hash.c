@@ -78,6 +78,17 @@ void ks_hash_close(struct keyspace *ks, const struct ks_key *key, struct ks_href
         touch_entry(sh, e); /* insert touched a new one */
 }
 
+size_t ks_hash_peek_inline(struct keyspace *ks, const struct ks_key *key, int64_t now,
+                           unsigned char *buf)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    if (i < 0)
+        return 0;
+    const uint8_t *e = slot_entry(sh, (uint64_t)i);
+    return e_inline_hash(e) ? inline_read(e, buf) : 0;
+}
+
 int ks_hash_update_inline(struct keyspace *ks, const struct ks_key *key, int64_t now, int npairs,
                           char *const *argv, const size_t *lens)
 {

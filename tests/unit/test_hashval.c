@@ -95,6 +95,23 @@ Test(hashval, compact_round_trip)
             continue;
         }
         cr_assert_eq(hv_compact_count(c, cn), n);
+        for (size_t k = 0; k < n; k++) { /* read in place: the same strings */
+            const char *v;
+            size_t vlen;
+            char num[HV_NUM_BYTES];
+            cr_assert_eq(hv_compact_get(c, cn, m[k].f, m[k].flen, &v, &vlen, num), 1);
+            cr_assert_eq(vlen, m[k].vlen);
+            cr_assert(memcmp(v, m[k].v, vlen) == 0);
+        }
+        {
+            const char *v;
+            size_t vlen;
+            char num[HV_NUM_BYTES];
+            int there = 0;
+            for (size_t k = 0; k < n; k++)
+                there |= m[k].flen == 5 && memcmp(m[k].f, "nope!", 5) == 0;
+            cr_assert_eq(hv_compact_get(c, cn, "nope!", 5, &v, &vlen, num), there);
+        }
         struct hv_local buf;
         struct hashval *l = hv_compact_load(&buf, c, cn);
         cr_assert(hv_is_local(l));

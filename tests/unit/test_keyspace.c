@@ -1038,6 +1038,8 @@ static void hm_value(char *v, size_t *len)
     }
 }
 
+static int inline_seen, heap_seen; /* hashes hm_check found in their entry, on the heap */
+
 static void hm_check(const struct ks_key *k, const struct hmodel *m, int64_t now)
 {
     struct ks_value v;
@@ -1047,6 +1049,19 @@ static void hm_check(const struct ks_key *k, const struct hmodel *m, int64_t now
     }
     cr_assert_eq(ks_get(ks, k, now, &v), KS_HASH);
     cr_assert_eq(v.i, m->n, "count %lld, model %d", (long long)v.i, m->n);
+    unsigned char c[HV_COMPACT_MAX];
+    size_t cn = ks_hash_peek_inline(ks, k, now, c);
+    for (int f = 0; cn > 0 && f < HM_FIELDS; f++) { /* HMGET's read in place */
+        char name[16], num[HV_NUM_BYTES];
+        int nl = snprintf(name, sizeof(name), "f%d", f);
+        const char *val;
+        size_t vlen;
+        cr_assert_eq(hv_compact_get(c, cn, name, (size_t)nl, &val, &vlen, num), m->has[f]);
+        if (m->has[f])
+            cr_assert(vlen == m->vlen[f] && memcmp(val, m->v[f], vlen) == 0);
+    }
+    inline_seen += cn > 0;
+    heap_seen += cn == 0;
     struct ks_href r;
     cr_assert_eq(ks_hash_open(ks, k, now, KS_H_READ, &r), KS_OK);
     for (int f = 0; f < HM_FIELDS; f++) {
@@ -1183,4 +1198,6 @@ Test(keyspace, hashes_in_entries_and_on_heap_match_model)
     for (int j = 0; j < HM_KEYS; j++)
         ks_del(ks, &keys[j], now);
     cr_assert_eq(ks_used_memory(ks), base, "every byte given back");
+    cr_assert(inline_seen > 1000 && heap_seen > 1000, "%d in entries, %d on the heap", inline_seen,
+              heap_seen);
 }
