@@ -23,7 +23,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "diff"))
-from types_diff import Conn, free_port, start  # noqa: E402
+from types_diff import Conn, encode, free_port, start  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -34,12 +34,12 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def used_memory(c):
+def used_memory(c, field=b"used_memory"):
     info = c.run([["INFO", "memory"]])[0]
     for line in info.split(b"\r\n"):
-        if line.startswith(b"used_memory:"):
+        if line.startswith(field + b":"):
             return int(line.split(b":")[1])
-    raise RuntimeError("no used_memory")
+    raise RuntimeError("no %s" % field.decode())
 
 
 def fill_hash(k, now):
@@ -135,7 +135,7 @@ def main():
         for rnd in range(1, rounds + 1):
             rp, op = free_port(), free_port()
             r, o = measure([[rbin, "--port", str(rp), "--bind", "127.0.0.1", "--dir", tmp,
-                             "--save-interval", "0", "--threads", "1"],
+                             "--save-interval", "0", "--threads", "1", "--busy-poll-us", "0"],
                             ["redis-server", "--port", str(op), "--bind", "127.0.0.1", "--save",
                              "", "--appendonly", "no", "--dir", tmp]],
                            [rp, op], keys, reqs, fill_fn, pair)

@@ -136,11 +136,14 @@ int ks_incrby(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_
 #define KS_H_CREATE 2 /* a write that may add fields: an absent key gets an empty hash, stored by
                        * ks_hash_close only if it then holds fields; refused over maxmemory */
 
-/* An open hash: the handler reads and changes *h through hv_* (which may move it), then closes. */
+/* An open hash: the handler reads and changes *h through hv_* (which may move it), then closes.
+ * A hash stored inside its entry is opened as a copy in `local` (nothing to free: a read-only
+ * handler need not close). */
 struct ks_href {
     struct hashval *h;
     int64_t slot; /* the entry's slot, -1 for a hash not stored yet */
-    size_t bytes; /* hv_bytes when opened */
+    size_t bytes; /* hv_bytes when opened (0 for a copy in local) */
+    struct hv_local local;
 };
 
 /* Opens the hash at key (its shard locked). Returns KS_OK, KS_WRONGTYPE (another type: nothing
@@ -171,6 +174,18 @@ int ks_list_open(struct keyspace *ks, const struct ks_key *key, int64_t now, int
 /* Stores the (possibly moved) list back and accounts its memory; an emptied list deletes the
  * key, a new one is created. changed: whether the handler wrote (WATCH sees it). */
 void ks_list_close(struct keyspace *ks, const struct ks_key *key, struct ks_lref *r, int changed);
+/* HSET's fast path: if key holds a hash stored in its entry, every field of the npairs field/value
+ * pairs at argv/lens exists in it and each new value's stored form is as long as the old one's,
+ * the values are rewritten in place (a token bucket's read-then-write) and 1 is returned. Else
+ * nothing is changed and 0 is returned: the caller takes ks_hash_open's path. */
+int ks_hash_update_inline(struct keyspace *ks, const struct ks_key *key, int64_t now, int npairs,
+                          char *const *argv, const size_t *lens);
+
+/* Reads' fast path: if key holds a hash stored in its entry, copies its compact form (hashval.h)
+ * into buf (HV_COMPACT_MAX bytes) and returns its length; else 0 (absent, another type, or a
+ * hash on the heap: the caller takes ks_hash_open's path). */
+size_t ks_hash_peek_inline(struct keyspace *ks, const struct ks_key *key, int64_t now,
+                           unsigned char *buf);
 
 /* ---- sorted sets (docs/COMMANDS.md, Sorted sets) ---- */
 

@@ -83,9 +83,10 @@ uint64_t hash_siphash13(const void *data, size_t len, const uint8_t seed[16])
         compress(&s, load_le64(p));
     /* The final word holds the 0..7 remaining bytes and, in its top byte, len mod 256. */
     last = (uint64_t)(len & 0xff) << 56;
-    while (left > 0) {
-        left--;
-        last |= (uint64_t)p[left] << (8 * left);
+    if (left > 0) {
+        uint8_t tail[8] = {0};
+        memcpy(tail, p, left);
+        last |= load_le64(tail);
     }
     compress(&s, last);
     s.v2 ^= 0xff;

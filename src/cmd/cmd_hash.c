@@ -32,10 +32,13 @@ static int hset_generic(struct cmd_ctx *x, const char *name, int64_t *created)
         reply_errorf(x->out, "ERR wrong number of arguments for '%s' command", name);
         return -1;
     }
+    *created = 0;
+    if (ks_hash_update_inline(x->env->ks, &x->keys[0], x->now, (x->argc - 2) / 2, x->argv + 2,
+                              x->lens + 2))
+        return 0; /* every field existed and was rewritten in place */
     struct ks_href r;
     if (open_hash(x, KS_H_CREATE, &r) != 0)
         return -1;
-    *created = 0;
     for (int i = 2; i < x->argc; i += 2)
         *created += hv_set(&r.h, x->argv[i], x->lens[i], x->argv[i + 1], x->lens[i + 1]);
     close_hash(x, &r, 1);
@@ -85,6 +88,21 @@ static void cmd_hget(struct cmd_ctx *x)
 
 static void cmd_hmget(struct cmd_ctx *x)
 {
+    unsigned char c[HV_COMPACT_MAX];
+    size_t cn = ks_hash_peek_inline(x->env->ks, &x->keys[0], x->now, c);
+    if (cn > 0) { /* a hash in its entry: read where it is */
+        reply_array(x->out, x->argc - 2);
+        for (int i = 2; i < x->argc; i++) {
+            const char *v;
+            size_t vlen;
+            char num[HV_NUM_BYTES];
+            if (hv_compact_get(c, cn, x->argv[i], x->lens[i], &v, &vlen, num))
+                reply_bulk(x->out, v, vlen);
+            else
+                reply_nil(x->out);
+        }
+        return;
+    }
     struct ks_href r;
     if (open_hash(x, KS_H_READ, &r) != 0)
         return;

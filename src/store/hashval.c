@@ -7,18 +7,19 @@
 
 #include "rlimitd/alloc.h"
 #include "rlimitd/hash.h"
+#include "rlimitd/util.h"
 
 /* Common head: which encoding, and the field count. */
 struct hashval {
     uint32_t count;
     uint8_t big;
-    uint8_t pad_;
+    uint8_t local; /* packed in a struct hv_local: not malloc'd, HV_LOCAL_BYTES in all */
     uint16_t used; /* packed: bytes of data in use */
 };
 
 /* Packed: the head, then pairs as [flen][field][vlen][value] (lengths <= HV_PACKED_MAX_LEN fit a
  * byte). Capacity is what malloc gave (malloc_usable_size), so growth wastes nothing beyond its
- * size class. */
+ * size class, or the struct hv_local's. */
 struct packed {
     struct hashval h;
     unsigned char data[];
@@ -78,7 +79,7 @@ static void table_free_nodes(struct table *t)
 
 void hv_free(struct hashval *h)
 {
-    if (h == NULL)
+    if (h == NULL || h->local)
         return;
     if (h->big)
         table_free_nodes((struct table *)h);
@@ -95,8 +96,15 @@ int hv_is_packed(const struct hashval *h)
     return !h->big;
 }
 
+int hv_is_local(const struct hashval *h)
+{
+    return h->local;
+}
+
 size_t hv_bytes(const struct hashval *h)
 {
+    if (h->local)
+        return 0;
     size_t n = malloc_usable_size((void *)h);
     if (h->big) {
         const struct table *t = (const struct table *)h;
@@ -123,7 +131,27 @@ static long packed_find(const struct packed *p, const char *f, size_t flen)
 
 static size_t packed_room(const struct packed *p)
 {
+    if (p->h.local)
+        return HV_LOCAL_BYTES - sizeof(struct packed);
     return malloc_usable_size((void *)p) - sizeof(struct packed);
+}
+
+/* A heap block of at least need data bytes holding p's pairs; p is freed unless local. */
+static struct packed *packed_grow(struct packed *p, size_t need)
+{
+    if (!p->h.local)
+        return xrealloc(p, sizeof(struct packed) + need);
+    struct packed *q = xrealloc(NULL, sizeof(struct packed) + need);
+    memcpy(q, p, sizeof(struct packed) + p->h.used);
+    q->h.local = 0;
+    return q;
+}
+
+struct hashval *hv_to_heap(struct hashval *h)
+{
+    if (!h->local)
+        return h;
+    return &packed_grow((struct packed *)h, h->used)->h;
 }
 
 /* ---- table ---- */
@@ -196,7 +224,8 @@ static struct hashval *to_table(struct packed *p)
                       vl);
         pos += 2 + fl + vl;
     }
-    free(p);
+    if (!p->h.local)
+        free(p);
     return &t->h;
 }
 
@@ -234,14 +263,16 @@ int hv_set(struct hashval **hp, const char *f, size_t flen, const char *v, size_
             size_t old = pos >= 0 ? p->data[(size_t)pos + 1 + flen] : 0;
             size_t need = h->used + (pos >= 0 ? vlen - old : 2 + flen + vlen);
             if (need > packed_room(p)) {
-                p = xrealloc(p, sizeof(struct packed) + need);
+                p = packed_grow(p, need);
                 *hp = &p->h;
             }
             if (pos >= 0) {
                 /* In place, keeping the field's position (Redis's listpack order). */
                 unsigned char *val = p->data + pos + 2 + flen;
-                size_t tail = p->h.used - (size_t)(val + old - p->data);
-                memmove(val + vlen, val + old, tail);
+                if (vlen != old) {
+                    size_t tail = p->h.used - (size_t)(val + old - p->data);
+                    memmove(val + vlen, val + old, tail);
+                }
                 val[-1] = (unsigned char)vlen;
                 memcpy(val, v, vlen);
                 p->h.used = (uint16_t)need;
@@ -337,4 +368,183 @@ int hv_next(struct hv_iter *it, const char **f, size_t *flen, const char **v, si
     *v = x->data + x->flen;
     *vlen = x->vlen;
     return 1;
+}
+
+/* ---- compact form (hashval.h) ----
+ * Pairs as [flen][field][vtag][value]: vtag 0..HV_PACKED_MAX_LEN is a string of that length;
+ * VTAG_INT + n (n = 1..8) an integer in n bytes, little-endian two's complement, sign-extended
+ * when loaded, whose decimal form is the value. */
+#define VTAG_INT 0x80
+
+/* Bytes of the shortest two's complement form of v. */
+static size_t int_width(int64_t v)
+{
+    size_t n = 1;
+    while (n < 8 && (v < -((int64_t)1 << (8 * n - 1)) || v >= ((int64_t)1 << (8 * n - 1))))
+        n++;
+    return n;
+}
+
+size_t hv_compact_write(const struct hashval *h, unsigned char *out, size_t cap)
+{
+    if (h->big || h->count == 0)
+        return 0;
+    if (cap > HV_COMPACT_MAX)
+        cap = HV_COMPACT_MAX;
+    const struct packed *p = (const struct packed *)h;
+    size_t pos = 0, n = 0;
+    while (pos < p->h.used) {
+        size_t fl = p->data[pos];
+        size_t vl = p->data[pos + 1 + fl];
+        const char *v = (const char *)p->data + pos + 2 + fl;
+        int64_t iv;
+        size_t w = 0;
+        if (vl > 0 && vl <= 20 && util_parse_i64(v, vl, &iv) == 0)
+            w = int_width(iv);
+        size_t take = 2 + fl + (w ? w : vl);
+        if (n + take > cap)
+            return 0;
+        out[n] = (unsigned char)fl;
+        memcpy(out + n + 1, p->data + pos + 1, fl);
+        n += 1 + fl;
+        if (w) {
+            out[n++] = (unsigned char)(VTAG_INT + w);
+            uint64_t u = (uint64_t)iv;
+            for (size_t i = 0; i < w; i++, u >>= 8)
+                out[n++] = (unsigned char)u;
+        } else {
+            out[n++] = (unsigned char)vl;
+            memcpy(out + n, v, vl);
+            n += vl;
+        }
+        pos += 2 + fl + vl;
+    }
+    return n;
+}
+
+struct hashval *hv_compact_load(struct hv_local *buf, const unsigned char *c, size_t n)
+{
+    struct packed *p = (struct packed *)buf->b;
+    memset(&p->h, 0, sizeof(p->h));
+    p->h.local = 1;
+    unsigned char *d = p->data;
+    size_t pos = 0;
+    _Static_assert(sizeof(struct packed) + HV_COMPACT_MAX * 9 / 4 <= HV_LOCAL_BYTES,
+                   "a loaded compact form fits a struct hv_local");
+    while (pos < n) {
+        size_t fl = c[pos];
+        memcpy(d, c + pos, 1 + fl);
+        d += 1 + fl;
+        pos += 1 + fl;
+        unsigned tag = c[pos++];
+        if (tag >= VTAG_INT) {
+            size_t w = tag - VTAG_INT;
+            uint64_t u = 0;
+            for (size_t i = 0; i < w; i++)
+                u |= (uint64_t)c[pos + i] << (8 * i);
+            if (w < 8 && (u >> (8 * w - 1)) & 1)
+                u |= ~(uint64_t)0 << (8 * w); /* sign extension */
+            d[0] = (unsigned char)util_fmt_i64((char *)d + 1, (int64_t)u);
+            d += 1 + d[0];
+            pos += w;
+        } else {
+            memcpy(d, c + pos - 1, 1 + tag);
+            d += 1 + tag;
+            pos += tag;
+        }
+        p->h.count++;
+    }
+    p->h.used = (uint16_t)(d - p->data);
+    return &p->h;
+}
+
+/* The compact encoding of value v (tag and bytes) into out (1 + 8 bytes at least; a string is
+ * not copied: *str is set to it instead). Returns the encoded length, 0 if v is too long to be
+ * packed. */
+static size_t encode_value(const char *v, size_t vlen, unsigned char *out, const char **str)
+{
+    int64_t iv;
+    *str = NULL;
+    if (vlen > 0 && vlen <= 20 && util_parse_i64(v, vlen, &iv) == 0) {
+        size_t w = int_width(iv);
+        out[0] = (unsigned char)(VTAG_INT + w);
+        uint64_t u = (uint64_t)iv;
+        for (size_t i = 0; i < w; i++, u >>= 8)
+            out[1 + i] = (unsigned char)u;
+        return 1 + w;
+    }
+    if (vlen > HV_PACKED_MAX_LEN)
+        return 0;
+    out[0] = (unsigned char)vlen;
+    *str = v;
+    return 1 + vlen;
+}
+
+int hv_compact_update(unsigned char *c, size_t n, const char *f, size_t flen, const char *v,
+                      size_t vlen)
+{
+    size_t pos = 0;
+    while (pos < n) {
+        size_t fl = c[pos];
+        size_t vpos = pos + 1 + fl;
+        unsigned tag = c[vpos];
+        size_t old = 1 + (tag >= VTAG_INT ? tag - VTAG_INT : tag);
+        if (fl == flen && memcmp(c + pos + 1, f, flen) == 0) {
+            unsigned char enc[9];
+            const char *str;
+            size_t len = encode_value(v, vlen, enc, &str);
+            if (len != old)
+                return 0;
+            if (str != NULL) {
+                c[vpos] = enc[0];
+                memcpy(c + vpos + 1, str, vlen);
+            } else {
+                memcpy(c + vpos, enc, len);
+            }
+            return 1;
+        }
+        pos = vpos + old;
+    }
+    return 0;
+}
+
+int hv_compact_get(const unsigned char *c, size_t n, const char *f, size_t flen, const char **v,
+                   size_t *vlen, char num[HV_NUM_BYTES])
+{
+    size_t pos = 0;
+    while (pos < n) {
+        size_t fl = c[pos];
+        size_t vpos = pos + 1 + fl;
+        unsigned tag = c[vpos];
+        size_t w = tag >= VTAG_INT ? tag - VTAG_INT : tag;
+        if (fl == flen && memcmp(c + pos + 1, f, flen) == 0) {
+            if (tag < VTAG_INT) {
+                *v = (const char *)c + vpos + 1;
+                *vlen = tag;
+                return 1;
+            }
+            uint64_t u = 0;
+            for (size_t i = 0; i < w; i++)
+                u |= (uint64_t)c[vpos + 1 + i] << (8 * i);
+            if (w < 8 && (u >> (8 * w - 1)) & 1)
+                u |= ~(uint64_t)0 << (8 * w); /* sign extension */
+            *vlen = util_fmt_i64(num, (int64_t)u);
+            *v = num;
+            return 1;
+        }
+        pos = vpos + 1 + w;
+    }
+    return 0;
+}
+
+size_t hv_compact_count(const unsigned char *c, size_t n)
+{
+    size_t pos = 0, count = 0;
+    while (pos < n) {
+        pos += 1 + c[pos];
+        unsigned tag = c[pos++];
+        pos += tag >= VTAG_INT ? tag - VTAG_INT : tag;
+        count++;
+    }
+    return count;
 }

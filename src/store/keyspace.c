@@ -75,7 +75,7 @@ void ks_flush_shard(struct keyspace *ks, unsigned shard)
         uint32_t ref = sh->refs[i];
         uint8_t *e = ref_ptr(sh, ref);
         free_value(sh, e);
-        if (entry_size(e[E_FLAGS], e_klen(e)) > MAX_SMALL) {
+        if (e_size(e) > MAX_SMALL) {
             shard_free(sh, sh->sl.blk[ref >> OFF_BITS]);
             sh->sl.blk[ref >> OFF_BITS] = NULL;
         }
@@ -237,14 +237,17 @@ int ks_rename(struct keyspace *ks, const struct ks_key *src, const struct ks_key
         i = lookup(ss, src); /* the backward shift may have moved it */
     }
     /* The key is part of the entry, so the entry is rebuilt under the new name; the value (an
-     * inline number or a pointer to its block) moves as it is, with its expiry and shape. */
+     * inline number or a pointer to its block) moves as it is, with its expiry and shape; an
+     * inline hash is copied out and written into the new entry. */
     uint8_t *e = slot_entry(ss, (uint64_t)i);
     enum ks_type t = e_type(e);
     uint8_t shape = e[E_FLAGS] & (F_HAS_EXP | F_EXP_IS_VAL | F_CRING);
     int64_t exp = e_expire(e);
     uint8_t val[8];
     memcpy(val, e, sizeof(val));
-    if (has_blob(t)) {
+    unsigned char hc[HV_COMPACT_MAX];
+    size_t hn = e_inline_hash(e) ? inline_read(e, hc) : 0;
+    if (hn == 0 && has_blob(t)) {
         void *blob = e_ptr(e);
         int64_t bytes = (int64_t)blob_bytes(t, blob);
         mem_add_n(ss, -bytes);
@@ -254,8 +257,20 @@ int ks_rename(struct keyspace *ks, const struct ks_key *src, const struct ks_key
     remove_slot(ks, ss, (uint64_t)i);
     uint64_t k = insert(ks, ds, dst, t, shape & (F_HAS_EXP | F_EXP_IS_VAL));
     uint8_t *n = slot_entry(ds, k);
-    memcpy(n, val, sizeof(val));
-    n[E_FLAGS] |= shape & F_CRING;
+    if (hn > 0 && hn <= inline_cap(n[E_FLAGS], dst->len)) {
+        n = set_inline_room(ds, k, hn);
+        inline_write(n, hc, hn);
+    } else if (hn > 0) {
+        /* Under a longer name it no longer fits its entry: it goes to the heap. */
+        struct hv_local buf;
+        struct hashval *h = hv_to_heap(hv_compact_load(&buf, hc, hn));
+        e_set_ptr(n, h);
+        mem_add_n(ds, (int64_t)hv_bytes(h));
+    } else {
+        memcpy(n, val, sizeof(val));
+    }
+    if (t == KS_SWLOG)
+        n[E_FLAGS] |= shape & F_CRING;
     if (shape & F_HAS_EXP)
         memcpy(n + exp_off(dst->len), &exp, 8);
     if (exp != 0)

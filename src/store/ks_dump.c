@@ -62,6 +62,7 @@ int ks_dump_slice(struct keyspace *ks, unsigned shard, int64_t now, uint64_t max
     uint64_t visited = 0;
     uint8_t epoch = sh->epoch;
     union swlog_buf logbuf;
+    struct hv_local hvbuf;
     if (!sh->dumping)
         return 1;
     if (sh->dump_gen != sh->table_gen) {
@@ -112,7 +113,13 @@ int ks_dump_slice(struct keyspace *ks, unsigned shard, int64_t now, uint64_t max
         } else if (r.type == KS_ZSET) {
             r.zs = e_ptr(e);
         } else if (r.type == KS_HASH) {
-            r.hv = e_ptr(e);
+            if (e[E_FLAGS] & F_HINLINE) {
+                unsigned char c[HV_COMPACT_MAX];
+                size_t n = inline_read(e, c);
+                r.hv = hv_compact_load(&hvbuf, c, n);
+            } else {
+                r.hv = e_ptr(e);
+            }
         } else if (r.type == KS_LIST) {
             r.lv = e_ptr(e);
         } else {
@@ -185,7 +192,14 @@ static void set_restored_log(struct shard *sh, uint8_t *e, const struct ks_recor
     store_log(sh, e, NULL, log, on_heap);
 }
 
-/* Sets the value of a new entry from a record (the entry's shape is already final). */
+/* The compact form of a restored hash if it goes inside an entry of this shape, else 0. */
+static size_t restored_inline(const struct ks_record *r, uint8_t flags, unsigned char *c)
+{
+    return r->type == KS_HASH ? hv_compact_write(r->hv, c, inline_cap(flags, r->klen)) : 0;
+}
+
+/* Sets the value of a new entry from a record (the entry's shape is already final; a hash that
+ * goes inside it already has its room and F_HINLINE: see restored_inline). */
 static void set_restored_value(struct shard *sh, uint8_t *e, const struct ks_record *r)
 {
     switch (r->type) {
@@ -213,6 +227,12 @@ static void set_restored_value(struct shard *sh, uint8_t *e, const struct ks_rec
         break;
     }
     case KS_HASH: {
+        unsigned char c[HV_COMPACT_MAX];
+        size_t n = (e[E_FLAGS] & F_HINLINE) ? restored_inline(r, e[E_FLAGS], c) : 0;
+        if (n > 0) {
+            inline_write(e, c, n);
+            break;
+        }
         struct hashval *h = hv_clone(r->hv);
         e_set_ptr(e, h);
         mem_add_n(sh, (int64_t)hv_bytes(h));
@@ -258,8 +278,12 @@ int ks_restore(struct keyspace *ks, const struct ks_record *r, int64_t now)
     ks_key_init(ks, &k, r->key, r->klen);
     struct shard *sh = shard_of(ks, &k);
     int64_t si = find(ks, sh, &k, now);
+    unsigned char c[HV_COMPACT_MAX];
     if (si < 0) {
         uint64_t i = insert(ks, sh, &k, r->type, restored_shape(r));
+        size_t n = restored_inline(r, restored_shape(r), c);
+        if (n > 0)
+            set_inline_room(sh, i, n);
         fill_restored(sh, slot_entry(sh, i), r);
         if (r->expire != 0)
             counter_add(&sh->expires, 1);
@@ -277,6 +301,9 @@ int ks_restore(struct keyspace *ks, const struct ks_record *r, int64_t now)
             e_set_val(e, r->i);
         }
     } else {
+        size_t n = restored_inline(r, e[E_FLAGS], c);
+        if (n > 0)
+            e = set_inline_room(sh, i, n);
         set_restored_value(sh, e, r);
     }
     set_expire(sh, i, r->expire);
@@ -323,8 +350,11 @@ int ks_bulk_add(struct keyspace *ks, const struct ks_record *r, int64_t now)
     struct ks_key k;
     ks_key_init(ks, &k, r->key, r->klen);
     struct shard *sh = shard_of(ks, &k);
-    uint8_t *e;
-    uint32_t ref = entry_new(sh, r->type, restored_shape(r), r->key, r->klen, &e);
+    unsigned char c[HV_COMPACT_MAX];
+    uint8_t hn[1] = {(uint8_t)restored_inline(r, restored_shape(r), c)};
+    uint8_t *e = hn; /* entry_new reads an inline hash's length there */
+    uint32_t ref = entry_new(sh, r->type, (uint8_t)(restored_shape(r) | (hn[0] ? F_HINLINE : 0)),
+                             r->key, r->klen, &e);
     fill_restored(sh, e, r);
     if (sh->nbulk == sh->cap_bulk) {
         /* mmap'd, not malloc'd: 8 bytes a key for the duration of the load only (80 MB at 10M

@@ -201,6 +201,9 @@ static inline int64_t lookup(const struct shard *sh, const struct ks_key *k)
     uint64_t mask = sh->mask;
     uint64_t i = k->hash & mask;
     uint8_t tag = tag_of(k->hash);
+    /* The tag and the reference live in two arrays: both loads start now, so their cache misses
+     * overlap instead of following each other (the entry's has to wait for the reference). */
+    __builtin_prefetch(&sh->refs[i]);
     for (;;) {
         uint8_t t = sh->tags[i];
         if (t == 0)
@@ -240,6 +243,12 @@ uint32_t entry_new(struct shard *sh, enum ks_type type, uint8_t flags, const cha
 uint64_t insert(const struct keyspace *ks, struct shard *sh, const struct ks_key *k,
                 enum ks_type type, uint8_t flags);
 uint8_t *reshape(struct shard *sh, uint64_t i, uint8_t nflags, int64_t exp);
+/* Gives the hash entry in slot i room for n inline compact bytes (ks_entry.h "Hashes in the
+ * entry"; 0: none, F_HINLINE cleared), moving it to another size class when its size changes.
+ * Sets F_HINLINE and e[0] = n; the bytes are the caller's to write. Returns the entry. */
+uint8_t *set_inline_room(struct shard *sh, uint64_t i, size_t n);
+/* Most compact bytes an entry of this shape may hold inline (0: none). */
+size_t inline_cap(uint8_t flags, size_t klen);
 
 /* ---- values and expiry of an entry (ks_table.c) ---- */
 

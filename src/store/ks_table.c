@@ -81,6 +81,8 @@ size_t blob_bytes(enum ks_type t, void *p)
 void free_value(struct shard *sh, uint8_t *e)
 {
     enum ks_type t = e_type(e);
+    if (e_inline_hash(e))
+        return; /* nothing outside the entry (prepare_new_value drops the tail) */
     if (e_ptr(e) == NULL && (t == KS_ZSET || t == KS_HASH || t == KS_LIST))
         return; /* moved away by a rename */
     if (t == KS_ZSET) {
@@ -115,7 +117,7 @@ void free_entry_at(struct shard *sh, uint64_t i)
         counter_add(&sh->expires, -1);
     counter_add(&sh->count, -1);
     count_limiter(sh, e_type(e), -1);
-    slab_free(sh, &sh->sl, ref, entry_size(e[E_FLAGS], e_klen(e)));
+    slab_free(sh, &sh->sl, ref, e_size(e));
 }
 
 /* Frees the entry in slot i and closes the gap: each later entry of the cluster whose home slot
@@ -161,7 +163,7 @@ void rehash(const struct keyspace *ks, struct shard *sh, uint64_t nslots, int co
         const uint8_t *e = sl_ptr(&old, ref);
         uint64_t j = entry_hash(ks, e) & mask;
         if (compact) {
-            size_t size = entry_size(e[E_FLAGS], e_klen(e));
+            size_t size = e_size(e);
             if (size > MAX_SMALL) {
                 uint32_t b = new_index(sh, &sh->sl);
                 sh->sl.blk[b] = old.blk[ref >> OFF_BITS];
@@ -200,12 +202,16 @@ void maybe_shrink(const struct keyspace *ks, struct shard *sh)
 }
 
 /* A new slab entry for a key of this type and shape: flags, key length and key written; the
- * value (and the expiry, if the shape has one) are the caller's to fill. Returns its reference
- * and sets *out to it. */
+ * value (and the expiry, if the shape has one) are the caller's to fill. With F_HINLINE in flags
+ * the entry has room for an inline hash of (*out)[0] compact bytes (the caller points *out at
+ * that length; the bytes are its to write). Returns its reference and sets *out to it. */
 uint32_t entry_new(struct shard *sh, enum ks_type type, uint8_t flags, const char *key, size_t klen,
                    uint8_t **out)
 {
-    uint32_t ref = slab_alloc(sh, &sh->sl, entry_size(flags, klen));
+    size_t size = key_off(flags, klen) + klen;
+    if (flags & F_HINLINE)
+        size += inline_tail((*out)[0]);
+    uint32_t ref = slab_alloc(sh, &sh->sl, size < MIN_ENTRY ? MIN_ENTRY : size);
     uint8_t *e = ref_ptr(sh, ref);
     /* A key created while its shard is being dumped is not part of that snapshot: it is born
      * with the current epoch, as if already dumped. */
@@ -231,7 +237,7 @@ uint64_t insert(const struct keyspace *ks, struct shard *sh, const struct ks_key
     if ((count + 1) * 8 > (sh->mask + 1) * 7)
         rehash(ks, sh, (sh->mask + 1) * 2, 0);
     uint8_t *e;
-    uint32_t ref = entry_new(sh, type, flags, k->p, k->len, &e);
+    uint32_t ref = entry_new(sh, type, flags & (uint8_t)~F_HINLINE, k->p, k->len, &e);
     e_set_val(e, 0);
     if (flags & F_HAS_EXP)
         memset(e + exp_off(k->len), 0, 8);
@@ -262,15 +268,18 @@ uint8_t *reshape(struct shard *sh, uint64_t i, uint8_t nflags, int64_t exp)
             memcpy(o + exp_off(klen), &exp, 8);
         return o;
     }
-    size_t osize = entry_size(oflags, klen);
-    uint32_t nref = slab_alloc(sh, &sh->sl, entry_size(nflags, klen));
+    size_t osize = e_size(o);
+    size_t tail = e_inline_hash(o) ? inline_tail(o[0]) : 0;
+    size_t nsize = key_off(nflags, klen) + klen + tail;
+    uint32_t nref = slab_alloc(sh, &sh->sl, nsize < MIN_ENTRY ? MIN_ENTRY : nsize);
     o = ref_ptr(sh, oref);
     uint8_t *n = ref_ptr(sh, nref);
     memcpy(n, o, exp_off(klen)); /* value, flags, key length */
     n[E_FLAGS] = nflags;
     if (nflags & F_HAS_EXP)
         memcpy(n + exp_off(klen), &exp, 8);
-    memcpy(n + key_off(nflags, klen), o + key_off(oflags, klen), klen);
+    /* the key, and an inline hash's tail after it */
+    memcpy(n + key_off(nflags, klen), o + key_off(oflags, klen), klen + tail);
     slab_free(sh, &sh->sl, oref, osize);
     sh->refs[i] = nref;
     return n;
@@ -301,7 +310,48 @@ uint8_t *prepare_new_value(struct shard *sh, uint64_t i)
         e = reshape(sh, i, f, at);
     }
     free_value(sh, e);
+    if (e_inline_hash(e))
+        e = set_inline_room(sh, i, 0);
     return e;
+}
+
+uint8_t *set_inline_room(struct shard *sh, uint64_t i, size_t n)
+{
+    uint32_t oref = sh->refs[i];
+    uint8_t *o = ref_ptr(sh, oref);
+    size_t klen = e_klen(o);
+    size_t osize = e_size(o);
+    size_t nsize = key_off(o[E_FLAGS], klen) + klen + inline_tail(n);
+    nsize = nsize < MIN_ENTRY ? MIN_ENTRY : nsize;
+    /* Slab slots come in 8-byte classes; a large entry is its own block of exactly its size. */
+    int same = osize > MAX_SMALL || nsize > MAX_SMALL ? osize == nsize
+                                                      : (osize + 7) / 8 == (nsize + 7) / 8;
+    uint8_t *e = o;
+    if (!same) {
+        uint32_t nref = slab_alloc(sh, &sh->sl, nsize);
+        o = ref_ptr(sh, oref);
+        e = ref_ptr(sh, nref);
+        memcpy(e, o, osize < nsize ? osize : nsize);
+        slab_free(sh, &sh->sl, oref, osize);
+        sh->refs[i] = nref;
+    }
+    if (n == 0) {
+        e[E_FLAGS] &= (uint8_t)~F_HINLINE;
+        e_set_ptr(e, NULL);
+    } else {
+        e[E_FLAGS] |= F_HINLINE;
+        e[0] = (uint8_t)n;
+    }
+    return e;
+}
+
+size_t inline_cap(uint8_t flags, size_t klen)
+{
+    size_t fixed = key_off(flags, klen) + klen;
+    if (fixed >= MAX_SMALL)
+        return 0;
+    size_t cap = MAX_SMALL - fixed + INLINE_HEAD;
+    return cap > HV_COMPACT_MAX ? HV_COMPACT_MAX : cap;
 }
 
 void ks_reserve(struct keyspace *ks, uint64_t n)

@@ -1,6 +1,6 @@
 /* ks_values.c - the value types that live in the entry or one blob: strings and counters
- * (KS_INT, KS_RAW), GCRA state (KS_GCRA: the TAT, which is also the expiry), hashes (open/close
- * around hashval.c), and ks_get, which reads any of them. */
+ * (KS_INT, KS_RAW), GCRA state (KS_GCRA: the TAT, which is also the expiry), and ks_get, which
+ * reads any of them (hashes: ks_hash.c). */
 #include "ks_internal.h"
 
 #include "rlimitd/util.h"
@@ -86,7 +86,12 @@ enum ks_type ks_get(struct keyspace *ks, const struct ks_key *key, int64_t now, 
             break;
         }
         case KS_HASH:
-            v->i = (int64_t)hv_count(e_ptr(e));
+            if (e_inline_hash(e)) {
+                unsigned char c[HV_COMPACT_MAX];
+                v->i = (int64_t)hv_compact_count(c, inline_read(e, c));
+            } else {
+                v->i = (int64_t)hv_count(e_ptr(e));
+            }
             break;
         case KS_LIST:
             v->i = (int64_t)lv_count(e_ptr(e));
@@ -171,55 +176,6 @@ int ks_incrby(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_
     touch_entry(sh, e);
     *out = sum;
     return KS_OK;
-}
-
-int ks_hash_open(struct keyspace *ks, const struct ks_key *key, int64_t now, int mode,
-                 struct ks_href *r)
-{
-    struct shard *sh = shard_of(ks, key);
-    int64_t i = find(ks, sh, key, now);
-    r->slot = i;
-    r->h = NULL;
-    r->bytes = 0;
-    if (i >= 0) {
-        uint8_t *e = slot_entry(sh, (uint64_t)i);
-        if (e_type(e) != KS_HASH)
-            return KS_WRONGTYPE;
-        r->h = e_ptr(e);
-        r->bytes = hv_bytes(r->h);
-    } else if (mode == KS_H_CREATE) {
-        if (over_maxmemory(ks))
-            return KS_OOM;
-        r->h = hv_new();
-    }
-    return KS_OK;
-}
-
-void ks_hash_close(struct keyspace *ks, const struct ks_key *key, struct ks_href *r, int changed)
-{
-    struct shard *sh = shard_of(ks, key);
-    if (r->slot < 0) {
-        if (r->h == NULL)
-            return;
-        if (hv_count(r->h) == 0) {
-            hv_free(r->h);
-        } else {
-            uint64_t i = insert(ks, sh, key, KS_HASH, 0);
-            e_set_ptr(slot_entry(sh, i), r->h);
-            mem_add_n(sh, (int64_t)hv_bytes(r->h));
-        }
-    } else {
-        uint8_t *e = slot_entry(sh, (uint64_t)r->slot);
-        e_set_ptr(e, r->h);
-        mem_add_n(sh, (int64_t)hv_bytes(r->h) - (int64_t)r->bytes);
-        if (hv_count(r->h) == 0) {
-            remove_slot(ks, sh, (uint64_t)r->slot);
-            maybe_shrink(ks, sh);
-        } else if (changed) {
-            touch_entry(sh, e);
-        }
-    }
-    r->h = NULL;
 }
 
 int ks_list_open(struct keyspace *ks, const struct ks_key *key, int64_t now, int mode,

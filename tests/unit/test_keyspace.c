@@ -1006,3 +1006,198 @@ Test(keyspace, sorted_set_memory_is_accounted_and_returned)
     ks_zset_close(ks, &k, &ref);
     ks_set_maxmemory(ks, 0);
 }
+
+/* ---- hashes: in the entry (compact) or on the heap, against a model ---- */
+
+#define HM_KEYS 6
+#define HM_FIELDS 140 /* past 128 fields a hash becomes a table */
+
+struct hmodel {
+    int present;
+    char v[HM_FIELDS][80];
+    size_t vlen[HM_FIELDS];
+    int has[HM_FIELDS];
+    int n;
+};
+
+static void hm_value(char *v, size_t *len)
+{
+    int r = rand() % 5;
+    if (r == 0)
+        *len = (size_t)snprintf(v, 80, "%lld", (long long)rand() * rand() - RAND_MAX);
+    else if (r == 1)
+        *len = (size_t)snprintf(v, 80, "17640000%05d", rand() % 100000); /* a 13-digit ms */
+    else if (r == 2)
+        *len = (size_t)snprintf(v, 80, "%d", rand() % 100);
+    else if (r == 3)
+        *len = (size_t)snprintf(v, 80, "0%d", rand() % 100); /* not canonical: text */
+    else {
+        *len = (size_t)(rand() % (rand() % 20 == 0 ? 70 : 12)); /* > 64: a table */
+        for (size_t i = 0; i < *len; i++)
+            v[i] = (char)('a' + rand() % 26);
+    }
+}
+
+static int inline_seen, heap_seen; /* hashes hm_check found in their entry, on the heap */
+
+static void hm_check(const struct ks_key *k, const struct hmodel *m, int64_t now)
+{
+    struct ks_value v;
+    if (!m->present) {
+        cr_assert_eq(ks_get(ks, k, now, &v), KS_NONE);
+        return;
+    }
+    cr_assert_eq(ks_get(ks, k, now, &v), KS_HASH);
+    cr_assert_eq(v.i, m->n, "count %lld, model %d", (long long)v.i, m->n);
+    unsigned char c[HV_COMPACT_MAX];
+    size_t cn = ks_hash_peek_inline(ks, k, now, c);
+    for (int f = 0; cn > 0 && f < HM_FIELDS; f++) { /* HMGET's read in place */
+        char name[16], num[HV_NUM_BYTES];
+        int nl = snprintf(name, sizeof(name), "f%d", f);
+        const char *val;
+        size_t vlen;
+        cr_assert_eq(hv_compact_get(c, cn, name, (size_t)nl, &val, &vlen, num), m->has[f]);
+        if (m->has[f])
+            cr_assert(vlen == m->vlen[f] && memcmp(val, m->v[f], vlen) == 0);
+    }
+    inline_seen += cn > 0;
+    heap_seen += cn == 0;
+    struct ks_href r;
+    cr_assert_eq(ks_hash_open(ks, k, now, KS_H_READ, &r), KS_OK);
+    for (int f = 0; f < HM_FIELDS; f++) {
+        char name[16];
+        int nl = snprintf(name, sizeof(name), "f%d", f);
+        const char *val;
+        size_t vlen;
+        int got = hv_get(r.h, name, (size_t)nl, &val, &vlen);
+        cr_assert_eq(got, m->has[f], "field %s", name);
+        if (got) {
+            cr_assert_eq(vlen, m->vlen[f]);
+            cr_assert(memcmp(val, m->v[f], vlen) == 0);
+        }
+    }
+}
+
+static int bulk_restore; /* restore_into: through ks_bulk_add instead of ks_restore */
+
+static void restore_into(void *ud, const struct ks_record *r)
+{
+    if (bulk_restore)
+        cr_assert_eq(ks_bulk_add(ud, r, T0), 1);
+    else
+        cr_assert_eq(ks_restore(ud, r, T0), 1);
+}
+
+Test(keyspace, hashes_in_entries_and_on_heap_match_model)
+{
+    srand(99);
+    uint64_t base = ks_used_memory(ks);
+    static struct hmodel m[HM_KEYS];
+    memset(m, 0, sizeof(m));
+    char names[HM_KEYS][300];
+    struct ks_key keys[HM_KEYS];
+    for (int i = 0; i < HM_KEYS; i++) {
+        /* short keys, and ones too long for anything but a tiny hash to fit the entry */
+        size_t len = i < 3 ? (size_t)snprintf(names[i], 300, "tb:%d", i) : (size_t)(200 + 20 * i);
+        if (i >= 3) {
+            memset(names[i], 'k', len);
+            names[i][0] = (char)('0' + i);
+        }
+        ks_key_init(ks, &keys[i], names[i], len);
+    }
+    int64_t now = T0;
+    for (int step = 0; step < 20000; step++) {
+        int i = rand() % HM_KEYS;
+        struct ks_key *k = &keys[i];
+        int op = rand() % 20;
+        if (op < 9) { /* HSET of 1-3 pairs, mostly on few fields (small hashes) */
+            int spread = rand() % 10 == 0 ? HM_FIELDS : 4;
+            int np = 1 + rand() % 3;
+            char *argv[6];
+            size_t lens[6];
+            char fbuf[3][16], vbuf[3][80];
+            for (int p = 0; p < np; p++) {
+                int f = rand() % spread;
+                lens[2 * p] = (size_t)snprintf(fbuf[p], 16, "f%d", f);
+                hm_value(vbuf[p], &lens[2 * p + 1]);
+                argv[2 * p] = fbuf[p];
+                argv[2 * p + 1] = vbuf[p];
+            }
+            if (!ks_hash_update_inline(ks, k, now, np, argv, lens)) {
+                struct ks_href r;
+                cr_assert_eq(ks_hash_open(ks, k, now, KS_H_CREATE, &r), KS_OK);
+                for (int p = 0; p < np; p++)
+                    hv_set(&r.h, argv[2 * p], lens[2 * p], argv[2 * p + 1], lens[2 * p + 1]);
+                ks_hash_close(ks, k, &r, 1);
+            }
+            for (int p = 0; p < np; p++) {
+                int f = atoi(fbuf[p] + 1);
+                m[i].n += !m[i].has[f];
+                m[i].has[f] = 1;
+                memcpy(m[i].v[f], vbuf[p], lens[2 * p + 1]);
+                m[i].vlen[f] = lens[2 * p + 1];
+            }
+            m[i].present = 1;
+        } else if (op < 13) { /* HDEL */
+            struct ks_href r;
+            cr_assert_eq(ks_hash_open(ks, k, now, KS_H_WRITE, &r), KS_OK);
+            int f = rand() % (rand() % 3 == 0 ? HM_FIELDS : 4);
+            char name[16];
+            int nl = snprintf(name, sizeof(name), "f%d", f);
+            int d = r.h != NULL && hv_del(&r.h, name, (size_t)nl);
+            cr_assert_eq(d, m[i].has[f]);
+            ks_hash_close(ks, k, &r, d);
+            if (d) {
+                m[i].has[f] = 0;
+                if (--m[i].n == 0)
+                    m[i].present = 0;
+            }
+        } else if (op < 15) { /* EXPIRE far out / PERSIST: the entry changes shape */
+            if (rand() % 2)
+                ks_expire(ks, k, now, now + 1000 * SEC, 0);
+            else
+                ks_persist(ks, k, now);
+        } else if (op < 17) { /* RENAME to another of the keys (a short name or a long one) */
+            int j = rand() % HM_KEYS;
+            int rc = ks_rename(ks, k, &keys[j], now, 0);
+            cr_assert_eq(rc, m[i].present ? 1 : KS_NOKEY);
+            if (m[i].present && i != j) {
+                m[j] = m[i];
+                m[i].present = 0;
+                m[i].n = 0;
+                memset(m[i].has, 0, sizeof(m[i].has));
+            }
+        } else if (op < 18) { /* SET over it */
+            cr_assert_eq(ks_set(ks, k, now, "x", 1, 0, 0), 1);
+            ks_del(ks, k, now);
+            memset(&m[i], 0, sizeof(m[i]));
+        } else { /* HGET-style reads of every key */
+            for (int j = 0; j < HM_KEYS; j++)
+                hm_check(&keys[j], &m[j], now);
+        }
+        if (step % 500 == 0) {
+            /* A snapshot round trip into a second keyspace holds the same hashes. */
+            struct keyspace *saved = ks;
+            struct keyspace *copy = ks_create(4, seed);
+            bulk_restore = step % 1000 == 0;
+            if (bulk_restore)
+                cr_assert_eq(ks_bulk_begin(copy), 0);
+            for (unsigned s = 0; s < ks_nshards(saved); s++)
+                ks_dump_shard(saved, s, now, restore_into, copy);
+            if (bulk_restore)
+                ks_bulk_end(copy);
+            ks = copy;
+            for (int j = 0; j < HM_KEYS; j++)
+                hm_check(&keys[j], &m[j], now);
+            ks_destroy(&copy);
+            ks = saved;
+        }
+    }
+    for (int j = 0; j < HM_KEYS; j++)
+        hm_check(&keys[j], &m[j], now);
+    for (int j = 0; j < HM_KEYS; j++)
+        ks_del(ks, &keys[j], now);
+    cr_assert_eq(ks_used_memory(ks), base, "every byte given back");
+    cr_assert(inline_seen > 1000 && heap_seen > 1000, "%d in entries, %d on the heap", inline_seen,
+              heap_seen);
+}
