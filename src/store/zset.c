@@ -705,13 +705,17 @@ int zs_is_packed(const struct zset *z)
 
 /* ---- public: lookups ---- */
 
-int zs_score(const struct zset *z, const char *m, size_t len, double *score)
+/* Finds member m: in a big set its node (*node), in a packed one its index (*idx, *node NULL);
+ * *score either way. 0 when m is not a member. */
+static int locate(const struct zset *z, const char *m, size_t len, const struct znode **node,
+                  int64_t *idx, double *score)
 {
     if (z->kind == KIND_BIG) {
         const struct zbig *b = (const struct zbig *)z;
         int64_t i = hfind(b, m, len);
         if (i < 0)
             return 0;
+        *node = b->tab[i];
         *score = b->tab[i]->score;
         return 1;
     }
@@ -724,34 +728,34 @@ int zs_score(const struct zset *z, const char *m, size_t len, double *score)
     int64_t i = pfind(&v, &k);
     if (i < 0)
         return 0;
+    *node = NULL;
+    *idx = i;
     *score = v.s[i];
     return 1;
 }
 
+int zs_score(const struct zset *z, const char *m, size_t len, double *score)
+{
+    const struct znode *t;
+    int64_t i;
+    return locate(z, m, len, &t, &i, score);
+}
+
 int zs_rank(const struct zset *z, const char *m, size_t len, size_t *rank)
 {
-    if (z->kind == KIND_BIG) {
-        const struct zbig *b = (const struct zbig *)z;
-        int64_t i = hfind(b, m, len);
-        if (i < 0)
-            return 0;
-        const struct znode *t = b->tab[i];
-        struct znode *update[MAX_LEVEL];
-        size_t r[MAX_LEVEL];
-        sl_path(b, t->score, node_member(t), t->len, update, r);
-        *rank = r[0]; /* members before it */
+    const struct znode *t;
+    int64_t i;
+    double score;
+    if (!locate(z, m, len, &t, &i, &score))
+        return 0;
+    if (t == NULL) {
+        *rank = (size_t)i;
         return 1;
     }
-    struct pbuf buf;
-    struct pview v;
-    pview_on(&v, &buf);
-    pdecode(z, &v, 0);
-    struct pkey k;
-    pkey_of(&k, m, len);
-    int64_t i = pfind(&v, &k);
-    if (i < 0)
-        return 0;
-    *rank = (size_t)i;
+    struct znode *update[MAX_LEVEL];
+    size_t r[MAX_LEVEL];
+    sl_path((const struct zbig *)z, t->score, node_member(t), t->len, update, r);
+    *rank = r[0]; /* members before it */
     return 1;
 }
 
