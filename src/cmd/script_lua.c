@@ -31,6 +31,7 @@
 #include "rlimitd/log.h"
 #include "rlimitd/util.h"
 #include "rlimitd/reply.h"
+#include "script_pool.h"
 
 #define SCRIPT_MEM_LIMIT ((size_t)256 << 20) /* per thread's state */
 #define GC_FULL_AFTER ((size_t)16 << 20) /* growth since the last full collection */
@@ -40,8 +41,18 @@
 #define HOOK_EVERY 100000 /* instructions between kill checks (Redis's figure) */
 #define KILLED_TEXT "Script killed by user with SCRIPT KILL..." /* push_error adds "ERR " */
 
+#define FN_SLOTS 16 /* compiled scripts an engine finds without a Lua table lookup */
+
+/* A script recently run here: its function held by a registry reference. */
+struct fn_slot {
+    char sha[40];
+    int ref; /* 0: empty */
+    int flags;
+};
+
 struct engine {
     lua_State *L;
+    struct script_pool pool;    /* where L's memory comes from */
     size_t mem;                 /* bytes the allocator handed out (this thread only) */
     size_t mem_pub;             /* mem as last added to total_mem */
     size_t mem_gc;              /* mem after the last full collection */
@@ -50,6 +61,7 @@ struct engine {
     int globals_ref;            /* registry: the whitelist the globals proxy reads */
     int handler_ref;            /* registry: the error handler */
     int ro_ref;                 /* registry: set of read-only proxies */
+    struct fn_slot fns[FN_SLOTS]; /* by the sha's first hex digit; a subset of fns_ref's */
     const char *sha;            /* the running script, for error texts */
     int handled;                /* the error handler formatted the error on the stack */
     struct script_hold *hold;   /* the running script's hold on the keyspace */
@@ -59,8 +71,12 @@ struct engine {
     int cap;
     uint64_t rand48;            /* math.random's state */
     /* Read by SCRIPT KILL and BUSY checks on other threads. */
-    _Atomic int64_t run_start;  /* CLOCK_MONOTONIC ns the running script started, 0 if idle */
-    _Atomic int kill;           /* SCRIPT KILL (or SHUTDOWN NOSAVE) asked this script to stop */
+    /* A run is named by its start (CLOCK_MONOTONIC ns, made unique per engine), so a kill
+     * aimed at one run can never stop the next: no lock is shared between threads per run. */
+    _Atomic int64_t run_start;  /* the running script's start, 0 if idle */
+    _Atomic int64_t kill_start; /* SCRIPT KILL (or SHUTDOWN NOSAVE) asked that run to stop */
+    int64_t cur_start;          /* run_start as this thread set it (0 if idle) */
+    int64_t last_start;         /* the latest run's start */
     _Atomic int wrote;          /* the running script has run a write command */
     struct engine *next;
 };
@@ -70,6 +86,13 @@ static struct engine *engines;
 static __thread struct engine *tl_engine;
 static _Atomic int64_t total_mem; /* every engine's mem, to within MEM_PUBLISH_STEP each */
 #define MEM_PUBLISH_STEP 65536
+
+/* Whether the running script was asked to stop. */
+static int killed(const struct engine *e)
+{
+    return e->cur_start != 0 &&
+           atomic_load_explicit(&e->kill_start, memory_order_relaxed) == e->cur_start;
+}
 
 static void mem_publish(struct engine *e)
 {
@@ -84,7 +107,7 @@ static void *lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     struct engine *e = ud;
     if (nsize == 0) {
-        free(ptr);
+        script_pool_realloc(&e->pool, ptr, osize, 0);
         e->mem -= osize;
         if (e->mem + MEM_PUBLISH_STEP < e->mem_pub)
             mem_publish(e);
@@ -92,7 +115,7 @@ static void *lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     }
     if (nsize > osize && e->mem + (nsize - osize) > SCRIPT_MEM_LIMIT)
         return NULL; /* Lua raises "not enough memory" */
-    void *p = realloc(ptr, nsize);
+    void *p = script_pool_realloc(&e->pool, ptr, osize, nsize);
     if (p != NULL) {
         e->mem = e->mem - osize + nsize;
         if (e->mem > e->mem_pub + MEM_PUBLISH_STEP || e->mem + MEM_PUBLISH_STEP < e->mem_pub)
@@ -480,7 +503,7 @@ static int l_pcall_global(lua_State *L)
     lua_pushboolean(L, 1);
     lua_insert(L, 1);
     if (lua_pcall(L, argc - 1, LUA_MULTRET, 0) != 0) {
-        if (atomic_load_explicit(&engine_of(L)->kill, memory_order_relaxed))
+        if (killed(engine_of(L)))
             return lua_error(L); /* a killed script cannot catch its own end */
         lua_remove(L, 1);
         if (lua_istable(L, -1)) {
@@ -503,7 +526,7 @@ static int l_xpcall_global(lua_State *L)
     lua_settop(L, 2);
     lua_insert(L, 1); /* handler under f */
     int rc = lua_pcall(L, 0, LUA_MULTRET, 1);
-    if (rc != 0 && atomic_load_explicit(&engine_of(L)->kill, memory_order_relaxed))
+    if (rc != 0 && killed(engine_of(L)))
         return lua_error(L);
     lua_pushboolean(L, rc == 0);
     lua_replace(L, 1);
@@ -515,7 +538,7 @@ static int l_xpcall_global(lua_State *L)
 static void kill_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
-    if (!atomic_load_explicit(&engine_of(L)->kill, memory_order_relaxed))
+    if (!killed(engine_of(L)))
         return;
     lua_sethook(L, kill_hook, LUA_MASKCOUNT, 1);
     push_error(L, KILLED_TEXT, sizeof(KILLED_TEXT) - 1);
@@ -911,12 +934,54 @@ static int err_handler(lua_State *L)
     return 1;
 }
 
+static struct fn_slot *fn_slot_of(struct engine *e, const char *sha)
+{
+    char c = sha[0];
+    return &e->fns[(c <= '9' ? c - '0' : c - 'a' + 10) & (FN_SLOTS - 1)];
+}
+
+/* The slot of sha, filled from the registry's tables if need be, or NULL if this engine has
+ * not compiled sha (since the last SCRIPT FLUSH). */
+static struct fn_slot *fn_find(struct engine *e, const char *sha)
+{
+    struct fn_slot *slot = fn_slot_of(e, sha);
+    if (slot->ref != 0 && memcmp(slot->sha, sha, 40) == 0)
+        return slot;
+    lua_State *L = e->L;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->flags_ref);
+    lua_getfield(L, -1, sha);
+    int flags = lua_isnumber(L, -1) ? (int)lua_tointeger(L, -1) : -1;
+    lua_pop(L, 2);
+    if (flags < 0)
+        return NULL;
+    if (slot->ref != 0)
+        luaL_unref(L, LUA_REGISTRYINDEX, slot->ref);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->fns_ref);
+    lua_getfield(L, -1, sha);
+    slot->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pop(L, 1);
+    memcpy(slot->sha, sha, 40);
+    slot->flags = flags;
+    return slot;
+}
+
+/* Forgets every slot (SCRIPT FLUSH). */
+static void fn_slots_clear(struct engine *e)
+{
+    for (int i = 0; i < FN_SLOTS; i++) {
+        if (e->fns[i].ref != 0)
+            luaL_unref(e->L, LUA_REGISTRYINDEX, e->fns[i].ref);
+        e->fns[i].ref = 0;
+    }
+}
+
 static struct engine *engine_get(void)
 {
     struct engine *e = tl_engine;
     if (e == NULL) {
         e = xcalloc(1, sizeof(*e));
         rbuf_init(&e->reply);
+        script_pool_init(&e->pool);
         e->L = lua_newstate(lua_alloc, e);
         if (e->L == NULL)
             abort();
@@ -925,6 +990,8 @@ static struct engine *engine_get(void)
             abort(); /* only out of memory, far below the limit: nothing sane to do */
         lua_pushcfunction(e->L, err_handler);
         e->handler_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+        lua_gc(e->L, LUA_GCSETPAUSE, getenv("GCP") ? atoi(getenv("GCP")) : 200);
+        lua_gc(e->L, LUA_GCSETSTEPMUL, getenv("GCS") ? atoi(getenv("GCS")) : 200);
         e->gen = script_cache_generation();
         rand48_seed(e, 0);
         pthread_mutex_lock(&engines_lock);
@@ -936,6 +1003,7 @@ static struct engine *engine_get(void)
     uint64_t gen = script_cache_generation();
     if (e->gen != gen) {
         /* SCRIPT FLUSH since this state compiled: drop its functions. */
+        fn_slots_clear(e);
         lua_newtable(e->L);
         lua_rawseti(e->L, LUA_REGISTRYINDEX, e->fns_ref);
         lua_newtable(e->L);
@@ -949,12 +1017,8 @@ static struct engine *engine_get(void)
 
 int script_lookup(const char *sha)
 {
-    struct engine *e = engine_get();
-    lua_rawgeti(e->L, LUA_REGISTRYINDEX, e->flags_ref);
-    lua_getfield(e->L, -1, sha);
-    int flags = lua_isnumber(e->L, -1) ? (int)lua_tointeger(e->L, -1) : -1;
-    lua_pop(e->L, 2);
-    return flags;
+    struct fn_slot *slot = fn_find(engine_get(), sha);
+    return slot != NULL ? slot->flags : -1;
 }
 
 int script_compile(const char *sha, const char *body, size_t len, struct rbuf *out)
@@ -1020,23 +1084,21 @@ void script_run(const char *sha, struct script_hold *h, char **keys, const size_
     set_array(L, base + 1, "ARGV", args, alens, nargs);
     lua_pop(L, 1);
     lua_rawgeti(L, LUA_REGISTRYINDEX, e->handler_ref);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, e->fns_ref);
-    lua_getfield(L, -1, sha);
-    lua_remove(L, -2);
+    struct fn_slot *slot = fn_find(e, sha); /* the caller looked it up: never NULL */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, slot->ref);
     e->sha = sha;
     e->hold = h;
     e->handled = 0;
     atomic_store(&e->wrote, 0);
-    atomic_store(&e->kill, 0);
     lua_sethook(L, kill_hook, LUA_MASKCOUNT, HOOK_EVERY);
-    pthread_mutex_lock(&engines_lock); /* SCRIPT KILL sees start and flags together */
-    atomic_store(&e->run_start, clock_mono_ns());
-    pthread_mutex_unlock(&engines_lock);
+    int64_t start = clock_mono_ns();
+    if (start <= e->last_start)
+        start = e->last_start + 1;
+    e->last_start = e->cur_start = start;
+    atomic_store(&e->run_start, start); /* after wrote: SCRIPT KILL reads them in this order */
     int rc = lua_pcall(L, 0, 1, base + 1);
-    pthread_mutex_lock(&engines_lock);
     atomic_store(&e->run_start, 0);
-    atomic_store(&e->kill, 0);
-    pthread_mutex_unlock(&engines_lock);
+    e->cur_start = 0;
     e->hold = NULL;
     if (rc == 0) {
         lua_to_reply(L, -1, out, 0);
@@ -1073,12 +1135,12 @@ int script_kill(int64_t older_than_ns, int force)
     pthread_mutex_lock(&engines_lock);
     for (struct engine *e = engines; e != NULL; e = e->next) {
         int64_t start = atomic_load(&e->run_start);
-        if (start == 0 || now - start < older_than_ns || atomic_load(&e->kill))
+        if (start == 0 || now - start < older_than_ns || atomic_load(&e->kill_start) == start)
             continue;
         if (atomic_load(&e->wrote) && !force) {
             unkillable++;
         } else {
-            atomic_store(&e->kill, 1);
+            atomic_store(&e->kill_start, start);
             killed++;
         }
     }
@@ -1115,6 +1177,7 @@ void script_engine_free_all(void)
     while (e != NULL) {
         struct engine *next = e->next;
         lua_close(e->L);
+        script_pool_free(&e->pool);
         rbuf_free(&e->reply);
         free(e->argv);
         free(e->lens);
