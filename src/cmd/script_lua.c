@@ -494,6 +494,30 @@ static int l_set_repl(lua_State *L)
     return 0; /* rlimitd has no replication: accepted and nothing else */
 }
 
+/* tonumber with a shortcut for what scripts mostly convert, a decimal integer of at most 15
+ * digits (exact in a double: the value strtod would give), read without strtod; anything else
+ * goes to Lua's own function (upvalue 1), called on this frame so its errors name 'tonumber' as
+ * before. */
+static int l_tonumber(lua_State *L)
+{
+    if (lua_gettop(L) == 1 && lua_type(L, 1) == LUA_TSTRING) {
+        size_t n;
+        const char *s = lua_tolstring(L, 1, &n);
+        size_t i = n > 0 && s[0] == '-';
+        if (n > i && n - i <= 15) {
+            uint64_t v = 0;
+            while (i < n && s[i] >= '0' && s[i] <= '9')
+                v = v * 10 + (uint64_t)(s[i++] - '0');
+            if (i == n) {
+                lua_Number d = (lua_Number)v;
+                lua_pushnumber(L, s[0] == '-' ? -d : d);
+                return 1;
+            }
+        }
+    }
+    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+}
+
 /* pcall as Redis 7 replaces it: a caught error table with an err field (what redis.call raises)
  * comes back as its err string. */
 static int l_pcall_global(lua_State *L)
@@ -818,6 +842,9 @@ static int open_libs(lua_State *L)
         lua_getglobal(L, visible[i]);
         lua_setfield(L, w, visible[i]);
     }
+    lua_getfield(L, w, "tonumber");
+    lua_pushcclosure(L, l_tonumber, 1);
+    lua_setfield(L, w, "tonumber");
     lua_pushcfunction(L, l_rawset);
     lua_setfield(L, w, "rawset");
     lua_pushcfunction(L, l_pcall_global);

@@ -190,6 +190,17 @@ CASES = {
                             ev("return {math.floor(3.7), math.max(1,5,3), math.huge > 0}"),
                             ev("return tonumber('0x10')"), ev("return unpack({1,2,3})"),
                             ev("return select('#', 1, 2, 3)")],
+    # tonumber: the integer shortcut and everything it hands on to Lua's own function.
+    "tonumber": [ev("return {type(tonumber(ARGV[1])), tostring(tonumber(ARGV[1]))}", (), [a])
+                 for a in ["12", "-0", "007", "-42", "123456789012345", "-123456789012345",
+                           "1234567890123456", "12345678901234567890", " 12", "12 ", "+5",
+                           "-", "", "1e3", "0x1F", "1.5", "--1", "12a", "inf", "nan", "\t7\n",
+                           "9007199254740993"]] +
+                [ev("return tonumber()"), ev("return tonumber(nil)"), ev("return tonumber({})"),
+                 ev("return tonumber('ff', 16)"), ev("return tonumber('12', 99)"),
+                 ev("return tonumber('12', nil)"), ev("return tonumber(12.5)"),
+                 ev("return tonumber('z', 36)"), ev("return tonumber('12', 'x')"),
+                 ev("return tostring(-tonumber('0'))"), ev("return 1/tonumber('-0') < 0")],
     # ---- shebang, EVAL_RO ----
     "shebang": [ev("#!lua\nreturn 1"), ev("#!lua flags=no-writes\nreturn redis.call('set',"
                                           "KEYS[1],'b')", ["s:1"]),
