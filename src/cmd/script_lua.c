@@ -518,6 +518,86 @@ static int l_tonumber(lua_State *L)
     return lua_tocfunction(L, lua_upvalueindex(1))(L);
 }
 
+/* One "%d" conversion of string.format: flag '0' or none, width of at most two digits. */
+struct int_spec {
+    int zero, width;
+};
+
+/* Reads the spec after a '%' at f; returns its length up to and including 'd', or 0 if it is
+ * anything else. */
+static size_t int_spec_at(const char *f, const char *end, struct int_spec *sp)
+{
+    const char *p = f;
+    sp->zero = p < end && *p == '0';
+    p += sp->zero;
+    sp->width = 0;
+    for (int i = 0; i < 2 && p < end && *p >= '0' && *p <= '9'; i++)
+        sp->width = sp->width * 10 + (*p++ - '0');
+    return p < end && *p == 'd' ? (size_t)(p + 1 - f) : 0;
+}
+
+/* string.format with a shortcut for a format whose every conversion is "%d" ('0' flag and a
+ * width allowed) applied to a number that is an integer below 2^53 in magnitude: written here as
+ * sprintf's "%ld" of it would write it. Any other format or argument goes to Lua's own function
+ * (upvalue 1), called on this frame so its errors name 'format' as before. */
+static int l_format(lua_State *L)
+{
+    size_t flen;
+    const char *f = lua_type(L, 1) == LUA_TSTRING ? lua_tolstring(L, 1, &flen) : NULL;
+    int fast = f != NULL;
+    int arg = 1;
+    for (size_t i = 0; fast && i < flen; i++) {
+        if (f[i] != '%')
+            continue;
+        struct int_spec sp;
+        size_t n;
+        if (i + 1 < flen && f[i + 1] == '%') {
+            i++;
+        } else if ((n = int_spec_at(f + i + 1, f + flen, &sp)) == 0) {
+            fast = 0;
+        } else {
+            arg++;
+            lua_Number v = lua_tonumber(L, arg);
+            fast = lua_type(L, arg) == LUA_TNUMBER && v > -9007199254740992.0 &&
+                   v < 9007199254740992.0 && v == (lua_Number)(int64_t)v;
+            i += n;
+        }
+    }
+    if (!fast)
+        return lua_tocfunction(L, lua_upvalueindex(1))(L);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    arg = 1;
+    for (size_t i = 0; i < flen; i++) {
+        if (f[i] != '%') {
+            luaL_addchar(&b, f[i]);
+            continue;
+        }
+        if (f[i + 1] == '%') {
+            luaL_addchar(&b, '%');
+            i++;
+            continue;
+        }
+        struct int_spec sp;
+        i += int_spec_at(f + i + 1, f + flen, &sp);
+        int64_t v = (int64_t)lua_tonumber(L, ++arg);
+        char digits[24];
+        size_t nd = util_fmt_i64(digits, v < 0 ? -v : v);
+        int len = (int)nd + (v < 0);
+        if (!sp.zero)
+            for (int k = len; k < sp.width; k++)
+                luaL_addchar(&b, ' ');
+        if (v < 0)
+            luaL_addchar(&b, '-');
+        if (sp.zero)
+            for (int k = len; k < sp.width; k++)
+                luaL_addchar(&b, '0');
+        luaL_addlstring(&b, digits, nd);
+    }
+    luaL_pushresult(&b);
+    return 1;
+}
+
 /* pcall as Redis 7 replaces it: a caught error table with an err field (what redis.call raises)
  * comes back as its err string. */
 static int l_pcall_global(lua_State *L)
@@ -809,6 +889,11 @@ static int open_libs(lua_State *L)
         else
             lua_pop(L, 1);
     }
+    lua_getglobal(L, LUA_STRLIBNAME);
+    lua_getfield(L, -1, "format");
+    lua_pushcclosure(L, l_format, 1);
+    lua_setfield(L, -2, "format");
+    lua_pop(L, 1);
     lua_getglobal(L, LUA_MATHLIBNAME);
     lua_pushcfunction(L, l_random);
     lua_setfield(L, -2, "random");
@@ -1017,8 +1102,8 @@ static struct engine *engine_get(void)
             abort(); /* only out of memory, far below the limit: nothing sane to do */
         lua_pushcfunction(e->L, err_handler);
         e->handler_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
-        lua_gc(e->L, LUA_GCSETPAUSE, getenv("GCP") ? atoi(getenv("GCP")) : 200);
-        lua_gc(e->L, LUA_GCSETSTEPMUL, getenv("GCS") ? atoi(getenv("GCS")) : 200);
+        lua_gc(e->L, LUA_GCSETPAUSE, 200);
+        lua_gc(e->L, LUA_GCSETSTEPMUL, 200);
         e->gen = script_cache_generation();
         rand48_seed(e, 0);
         pthread_mutex_lock(&engines_lock);

@@ -201,6 +201,21 @@ CASES = {
                  ev("return tonumber('12', nil)"), ev("return tonumber(12.5)"),
                  ev("return tonumber('z', 36)"), ev("return tonumber('12', 'x')"),
                  ev("return tostring(-tonumber('0'))"), ev("return 1/tonumber('-0') < 0")],
+    # string.format: the integer shortcut and everything it hands on to Lua's own function.
+    "string.format": [ev("return string.format(ARGV[1], 7, -42, 0, 123456789012345)", (), [f])
+                      for f in ["%d", "%d %d %d %d", "%05d|%5d|%02d|%1d", "%09d%09d", "%d%%",
+                                "x%%%d%%y", "%010d", "%-5d|", "%+d", "% d", "%#x", "%5.2d",
+                                "%100d", "%00d", "%001d", "%0001d", "%", "abc%", "%s", "%i",
+                                "%d%d%d%d%d", "%99d", "%-05d"]] +
+                     [ev("return string.format('%d', ARGV[1])", (), [a])
+                      for a in ["12", "x", "1.5"]] +
+                     [ev("return string.format('%d|%05d', " + v + ", " + v + ")")
+                      for v in ["-0", "0/0", "1/0", "-1/0", "2^53", "-2^53", "2^53-1",
+                                "-(2^53-1)", "2^63", "3.7", "-3.7", "1e15", "-1e15"]] +
+                     [ev("return string.format()"), ev("return string.format(5)"),
+                      ev("return ('%03d'):format(5)"), ev("return string.format('%d')"),
+                      ev("return string.format('%d', nil)"), ev("return string.format('%d', {})"),
+                      ev("return string.format('%d%s', 1, 'a\0b')")],
     # ---- shebang, EVAL_RO ----
     "shebang": [ev("#!lua\nreturn 1"), ev("#!lua flags=no-writes\nreturn redis.call('set',"
                                           "KEYS[1],'b')", ["s:1"]),
