@@ -61,6 +61,7 @@ struct engine {
     int globals_ref;            /* registry: the whitelist the globals proxy reads */
     int handler_ref;            /* registry: the error handler */
     int ro_ref;                 /* registry: set of read-only proxies */
+    int err_ref, ok_ref;        /* registry: the strings "err" and "ok" */
     struct fn_slot fns[FN_SLOTS]; /* by the sha's first hex digit; a subset of fns_ref's */
     const char *sha;            /* the running script, for error texts */
     int handled;                /* the error handler formatted the error on the stack */
@@ -84,6 +85,11 @@ struct engine {
 static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct engine *engines;
 static __thread struct engine *tl_engine;
+/* Pushes "err" or "ok", interned once per state and held in the registry: the reply
+ * conversions look these keys up for every table. */
+#define push_err_key(L) lua_rawgeti((L), LUA_REGISTRYINDEX, tl_engine->err_ref)
+#define push_ok_key(L) lua_rawgeti((L), LUA_REGISTRYINDEX, tl_engine->ok_ref)
+
 static _Atomic int64_t total_mem; /* every engine's mem, to within MEM_PUBLISH_STEP each */
 #define MEM_PUBLISH_STEP 65536
 
@@ -149,8 +155,8 @@ static void push_error(lua_State *L, const char *s, size_t n)
     while (n > 0 && (s[n - 1] == '\r' || s[n - 1] == '\n'))
         n--;
     luaL_addlstring(&b, s, n);
-    lua_newtable(L);
-    lua_pushliteral(L, "err");
+    lua_createtable(L, 0, 1); /* the layout lua_newtable and a rawset end with */
+    push_err_key(L);
     luaL_pushresult(&b);
     lua_rawset(L, -3);
 }
@@ -177,14 +183,14 @@ static void resp_to_lua(lua_State *L, const char **p, const char *end, int depth
     *p = crlf + 2;
     switch (s[0]) {
     case '+':
-        lua_newtable(L);
-        lua_pushliteral(L, "ok");
+        lua_createtable(L, 0, 1);
+        push_ok_key(L);
         lua_pushlstring(L, s + 1, (size_t)(crlf - s - 1));
         lua_rawset(L, -3);
         break;
     case '-':
-        lua_newtable(L);
-        lua_pushliteral(L, "err");
+        lua_createtable(L, 0, 1);
+        push_err_key(L);
         lua_pushlstring(L, s + 1, (size_t)(crlf - s - 1));
         lua_rawset(L, -3);
         break;
@@ -271,7 +277,7 @@ static void lua_to_reply(lua_State *L, int idx, struct rbuf *out, int depth)
         return;
     }
     int t = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
-    lua_pushliteral(L, "err");
+    push_err_key(L);
     lua_rawget(L, t);
     if (lua_type(L, -1) == LUA_TSTRING) {
         size_t n;
@@ -281,7 +287,7 @@ static void lua_to_reply(lua_State *L, int idx, struct rbuf *out, int depth)
         return;
     }
     lua_pop(L, 1);
-    lua_pushliteral(L, "ok");
+    push_ok_key(L);
     lua_rawget(L, t);
     if (lua_type(L, -1) == LUA_TSTRING) {
         size_t n;
@@ -431,8 +437,8 @@ static int l_status_reply(lua_State *L)
 {
     if (lua_gettop(L) != 1 || lua_type(L, 1) != LUA_TSTRING)
         return fail(L, 0, "wrong number or type of arguments");
-    lua_newtable(L);
-    lua_pushliteral(L, "ok");
+    lua_createtable(L, 0, 1);
+    push_ok_key(L);
     lua_pushvalue(L, 1);
     lua_rawset(L, -3);
     return 1;
@@ -1102,6 +1108,10 @@ static struct engine *engine_get(void)
             abort(); /* only out of memory, far below the limit: nothing sane to do */
         lua_pushcfunction(e->L, err_handler);
         e->handler_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+        lua_pushliteral(e->L, "err");
+        e->err_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+        lua_pushliteral(e->L, "ok");
+        e->ok_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
         lua_gc(e->L, LUA_GCSETPAUSE, 200);
         lua_gc(e->L, LUA_GCSETSTEPMUL, 200);
         e->gen = script_cache_generation();

@@ -6,13 +6,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define POOL_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define POOL_ASAN 1
-#endif
-#endif
 
 #ifdef POOL_ASAN
 /* A block on a free list is poisoned, so AddressSanitizer still reports a use after free of a
@@ -57,11 +50,6 @@ void script_pool_free(struct script_pool *p)
     memset(p, 0, sizeof(*p));
 }
 
-static inline int in_arena(const struct script_pool *p, const void *b)
-{
-    return (uintptr_t)b - (uintptr_t)p->base < POOL_ARENA_BYTES && p->base != NULL;
-}
-
 /* A block of class c from its free list or the arena, or NULL when both are empty. */
 static inline void *take(struct script_pool *p, unsigned c)
 {
@@ -98,11 +86,11 @@ static void *alloc_new(struct script_pool *p, size_t n)
     return malloc(n);
 }
 
-void *script_pool_realloc(struct script_pool *p, void *ptr, size_t osize, size_t nsize)
+void *script_pool_realloc_slow(struct script_pool *p, void *ptr, size_t osize, size_t nsize)
 {
     if (ptr == NULL)
         return nsize == 0 ? NULL : alloc_new(p, nsize);
-    if (!in_arena(p, ptr)) {
+    if (!script_pool_owns(p, ptr)) {
         if (nsize == 0) {
             free(ptr);
             return NULL;

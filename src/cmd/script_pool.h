@@ -10,6 +10,19 @@
 #define RLIMITD_SCRIPT_POOL_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+/* Under AddressSanitizer every block goes through script_pool.c, which poisons free ones. */
+#if defined(__SANITIZE_ADDRESS__)
+#define POOL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define POOL_ASAN 1
+#endif
+#endif
+#ifdef POOL_ASAN
+#define POOL_NO_INLINE 1
+#endif
 
 #define POOL_MAX_BLOCK 512
 #define POOL_CLASSES (POOL_MAX_BLOCK / 16)
@@ -27,7 +40,34 @@ void script_pool_free(struct script_pool *p);
 
 /* lua_Alloc's contract: ptr of osize bytes (NULL, 0 for a new block) becomes nsize bytes; nsize
  * 0 frees and returns NULL. Returns NULL when malloc fails, which never happens on a shrink.
- * osize must be the size the block was last given with (Lua 5.1 always passes it). */
-void *script_pool_realloc(struct script_pool *p, void *ptr, size_t osize, size_t nsize);
+ * osize must be the size the block was last given with (Lua 5.1 always passes it). The common
+ * cases (a new small block, freeing one) are inline; the rest is script_pool_realloc_slow. */
+void *script_pool_realloc_slow(struct script_pool *p, void *ptr, size_t osize, size_t nsize);
+
+static inline int script_pool_owns(const struct script_pool *p, const void *b)
+{
+    return (uintptr_t)b - (uintptr_t)p->base < POOL_ARENA_BYTES && p->base != NULL;
+}
+
+static inline void *script_pool_realloc(struct script_pool *p, void *ptr, size_t osize,
+                                        size_t nsize)
+{
+#ifndef POOL_NO_INLINE
+    if (ptr == NULL && nsize - 1 < POOL_MAX_BLOCK) {
+        void **head = &p->free[(nsize - 1) >> 4];
+        void *b = *head;
+        if (b != NULL) {
+            *head = *(void **)b;
+            return b;
+        }
+    } else if (nsize == 0 && script_pool_owns(p, ptr)) {
+        void **head = &p->free[(osize - 1) >> 4];
+        *(void **)ptr = *head;
+        *head = ptr;
+        return NULL;
+    }
+#endif
+    return script_pool_realloc_slow(p, ptr, osize, nsize);
+}
 
 #endif
