@@ -62,6 +62,7 @@ struct engine {
     int handler_ref;            /* registry: the error handler */
     int ro_ref;                 /* registry: set of read-only proxies */
     int err_ref, ok_ref;        /* registry: the strings "err" and "ok" */
+    int keys_ref, argv_ref;     /* registry: the strings "KEYS" and "ARGV" */
     struct fn_slot fns[FN_SLOTS]; /* by the sha's first hex digit; a subset of fns_ref's */
     const char *sha;            /* the running script, for error texts */
     int handled;                /* the error handler formatted the error on the stack */
@@ -524,6 +525,8 @@ static int l_tonumber(lua_State *L)
     return lua_tocfunction(L, lua_upvalueindex(1))(L);
 }
 
+#define FORMAT_OUT 1024 /* string.format's shortcut: the longest result it writes */
+
 /* One "%d" conversion of string.format: flag '0' or none, width of at most two digits. */
 struct int_spec {
     int zero, width;
@@ -569,18 +572,18 @@ static int l_format(lua_State *L)
             i += n;
         }
     }
-    if (!fast)
+    /* The result fits FORMAT_OUT: each conversion writes at most 99 (width) + 17 bytes. */
+    if (!fast || flen + (size_t)(arg - 1) * 116 > FORMAT_OUT)
         return lua_tocfunction(L, lua_upvalueindex(1))(L);
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
+    char out[FORMAT_OUT], *o = out;
     arg = 1;
     for (size_t i = 0; i < flen; i++) {
         if (f[i] != '%') {
-            luaL_addchar(&b, f[i]);
+            *o++ = f[i];
             continue;
         }
         if (f[i + 1] == '%') {
-            luaL_addchar(&b, '%');
+            *o++ = '%';
             i++;
             continue;
         }
@@ -589,18 +592,18 @@ static int l_format(lua_State *L)
         int64_t v = (int64_t)lua_tonumber(L, ++arg);
         char digits[24];
         size_t nd = util_fmt_i64(digits, v < 0 ? -v : v);
-        int len = (int)nd + (v < 0);
+        int pad = sp.width - (int)nd - (v < 0);
         if (!sp.zero)
-            for (int k = len; k < sp.width; k++)
-                luaL_addchar(&b, ' ');
+            for (; pad > 0; pad--)
+                *o++ = ' ';
         if (v < 0)
-            luaL_addchar(&b, '-');
-        if (sp.zero)
-            for (int k = len; k < sp.width; k++)
-                luaL_addchar(&b, '0');
-        luaL_addlstring(&b, digits, nd);
+            *o++ = '-';
+        for (; pad > 0; pad--)
+            *o++ = '0';
+        memcpy(o, digits, nd);
+        o += nd;
     }
-    luaL_pushresult(&b);
+    lua_pushlstring(L, out, (size_t)(o - out));
     return 1;
 }
 
@@ -1112,6 +1115,10 @@ static struct engine *engine_get(void)
         e->err_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
         lua_pushliteral(e->L, "ok");
         e->ok_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+        lua_pushliteral(e->L, "KEYS");
+        e->keys_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+        lua_pushliteral(e->L, "ARGV");
+        e->argv_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
         lua_gc(e->L, LUA_GCSETPAUSE, 200);
         lua_gc(e->L, LUA_GCSETSTEPMUL, 200);
         e->gen = script_cache_generation();
@@ -1185,14 +1192,16 @@ int script_compile(const char *sha, const char *body, size_t len, struct rbuf *o
     return (int)flags;
 }
 
-static void set_array(lua_State *L, int w, const char *name, char **v, const size_t *lens, int n)
+/* Sets W[name] (name a registry reference to the interned key) to a new array of v. */
+static void set_array(lua_State *L, int w, int name, char **v, const size_t *lens, int n)
 {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, name);
     lua_createtable(L, n, 0);
     for (int i = 0; i < n; i++) {
         lua_pushlstring(L, v[i], lens[i]);
         lua_rawseti(L, -2, i + 1);
     }
-    lua_setfield(L, w, name);
+    lua_rawset(L, w);
 }
 
 void script_run(const char *sha, struct script_hold *h, char **keys, const size_t *klens,
@@ -1202,8 +1211,8 @@ void script_run(const char *sha, struct script_hold *h, char **keys, const size_
     lua_State *L = e->L;
     int base = lua_gettop(L);
     lua_rawgeti(L, LUA_REGISTRYINDEX, e->globals_ref);
-    set_array(L, base + 1, "KEYS", keys, klens, nkeys);
-    set_array(L, base + 1, "ARGV", args, alens, nargs);
+    set_array(L, base + 1, e->keys_ref, keys, klens, nkeys);
+    set_array(L, base + 1, e->argv_ref, args, alens, nargs);
     lua_pop(L, 1);
     lua_rawgeti(L, LUA_REGISTRYINDEX, e->handler_ref);
     struct fn_slot *slot = fn_find(e, sha); /* the caller looked it up: never NULL */

@@ -215,7 +215,11 @@ CASES = {
                      [ev("return string.format()"), ev("return string.format(5)"),
                       ev("return ('%03d'):format(5)"), ev("return string.format('%d')"),
                       ev("return string.format('%d', nil)"), ev("return string.format('%d', {})"),
-                      ev("return string.format('%d%s', 1, 'a\0b')")],
+                      ev("return string.format('%d%s', 1, 'a\0b')"),
+                      ev("local t = {} for i = 1, 300 do t[i] = i end "
+                         "return string.format(string.rep('%03d', 300), unpack(t))"),
+                      ev("return string.format(string.rep('%99d', 10), 1, 2, 3, 4, 5, 6, 7, 8, "
+                         "9, 10)")],
     # ---- shebang, EVAL_RO ----
     "shebang": [ev("#!lua\nreturn 1"), ev("#!lua flags=no-writes\nreturn redis.call('set',"
                                           "KEYS[1],'b')", ["s:1"]),
