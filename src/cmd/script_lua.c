@@ -36,6 +36,7 @@
 #define SCRIPT_MEM_LIMIT ((size_t)256 << 20) /* per thread's state */
 #define GC_FULL_AFTER ((size_t)16 << 20) /* growth since the last full collection */
 #define REPLY_MAX_DEPTH 1000                 /* nesting of a script's reply */
+#define REPLY_KEEP 64 /* elements of a script's reply array read once (lua_to_reply) */
 #define REDIS_VERSION_STR "7.0.15"
 #define REDIS_VERSION_NUM 0x07000f
 #define HOOK_EVERY 100000 /* instructions between kill checks (Redis's figure) */
@@ -171,6 +172,15 @@ static int fail(lua_State *L, int raise, const char *msg)
 
 /* ---- RESP reply -> Lua ---- */
 
+/* The integer of a RESP line s..crlf after its type byte (what strtoll reads there). */
+static long long resp_int(const char *s, const char *crlf)
+{
+    int64_t v;
+    if (util_parse_i64(s + 1, (size_t)(crlf - s - 1), &v) == 0)
+        return v;
+    return strtoll(s + 1, NULL, 10);
+}
+
 /* Converts the RESP2 value at *p (a handler's well-formed reply) and advances *p. */
 static void resp_to_lua(lua_State *L, const char **p, const char *end, int depth)
 {
@@ -196,10 +206,10 @@ static void resp_to_lua(lua_State *L, const char **p, const char *end, int depth
         lua_rawset(L, -3);
         break;
     case ':':
-        lua_pushnumber(L, (lua_Number)strtoll(s + 1, NULL, 10));
+        lua_pushnumber(L, (lua_Number)resp_int(s, crlf));
         break;
     case '$': {
-        long long n = strtoll(s + 1, NULL, 10);
+        long long n = resp_int(s, crlf);
         if (n < 0) {
             lua_pushboolean(L, 0);
         } else {
@@ -209,7 +219,7 @@ static void resp_to_lua(lua_State *L, const char **p, const char *end, int depth
         break;
     }
     case '*': {
-        long long n = strtoll(s + 1, NULL, 10);
+        long long n = resp_int(s, crlf);
         if (n < 0) {
             lua_pushboolean(L, 0);
             break;
@@ -305,22 +315,46 @@ static void lua_to_reply(lua_State *L, int idx, struct rbuf *out, int depth)
         return;
     }
     lua_pop(L, 1);
-    /* An array up to its first nil, as Redis walks it. */
+    /* An array up to its first nil, as Redis walks it. The script's own reply (depth 0) keeps
+     * its first REPLY_KEEP elements on the stack while counting, so they are read once. */
+    int keep = depth == 0 && lua_checkstack(L, REPLY_KEEP + 4) ? REPLY_KEEP : 0;
     int64_t n = 0;
     for (;;) {
         lua_rawgeti(L, t, (int)(n + 1));
         int nil = lua_isnil(L, -1);
-        lua_pop(L, 1);
-        if (nil || n == INT32_MAX)
+        if (nil || n == INT32_MAX) {
+            lua_pop(L, 1);
             break;
+        }
         n++;
+        if (n > keep)
+            lua_pop(L, 1);
     }
     reply_array(out, n);
+    int kept = n < keep ? (int)n : keep;
     for (int64_t i = 1; i <= n; i++) {
-        lua_rawgeti(L, t, (int)i);
-        lua_to_reply(L, -1, out, depth + 1);
-        lua_pop(L, 1);
+        int at; /* the element's stack index */
+        if (i <= kept) {
+            at = lua_gettop(L) - kept + (int)i;
+        } else {
+            lua_rawgeti(L, t, (int)i);
+            at = lua_gettop(L);
+        }
+        /* Numbers and strings inline: what the recursive call would write. */
+        int type = depth + 1 > REPLY_MAX_DEPTH ? LUA_TNONE : lua_type(L, at);
+        if (type == LUA_TNUMBER) {
+            reply_int(out, num_to_i64(lua_tonumber(L, at)));
+        } else if (type == LUA_TSTRING) {
+            size_t len;
+            const char *str = lua_tolstring(L, at, &len);
+            reply_bulk(out, str, len);
+        } else {
+            lua_to_reply(L, at, out, depth + 1);
+        }
+        if (i > kept)
+            lua_pop(L, 1);
     }
+    lua_pop(L, kept);
 }
 
 /* ---- the redis library ---- */
