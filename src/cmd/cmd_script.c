@@ -207,6 +207,11 @@ void cmd_scripts_stop_unwritten(void)
     script_kill(0, 0);
 }
 
+void cmd_scripts_stop_all(void)
+{
+    script_kill(0, 1);
+}
+
 /* ---- the table (cmd_internal.h "one row per command") ---- */
 
 const struct cmd_def cmd_script_table[] = {
