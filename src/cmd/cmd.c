@@ -742,7 +742,14 @@ static void cmd_exec(struct cmd_ctx *x)
     struct watched *wd = s->watched;
     for (int i = 0; wd != NULL && i < wd->n; i++)
         shard_set_add(&set, ks_watch_shard(wd->v[i].w));
-    lock_set(ks, &set, 1);
+    if (lock_set_or_busy(x->env, &set) != 0) {
+        /* A script has held one of the shards past busy-reply-threshold: Redis's answer to an
+         * EXEC while it is busy, and the transaction is gone. */
+        multi_discard(s);
+        watch_release_all(s);
+        reply_error(x->out, "EXECABORT Transaction discarded because of: " BUSY_TEXT);
+        return;
+    }
     int changed = 0;
     for (int i = 0; wd != NULL && i < wd->n && !changed; i++)
         changed = ks_watch_changed(ks, wd->v[i].w, wd->v[i].version, x->now);
