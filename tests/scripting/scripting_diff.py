@@ -8,6 +8,7 @@ the case, the command and both replies. A case may touch only keys it declares i
 refuses undeclared keys (docs/COMMANDS.md, Scripting), Redis does not.
 
     scripting_diff.py RLIMITD_BINARY"""
+import os
 import sys
 
 from resp import Server
@@ -275,6 +276,28 @@ CASES = {
                          ev("return redis.call('set',KEYS[1],'v','PX','100000','NX')",
                             ["lim:2"])],
 }
+
+
+def redis_rate(key, burst, rate, period, cost):
+    """go-redis/redis_rate's GCRA script (redis_rate.lua) run whole inside a wrapper that rounds
+    what depends on the clock: with periods of hours, the microseconds between two calls never
+    change the rounded numbers, so both servers must answer alike."""
+    wrapped = ("local function allow()\n" + REDIS_RATE + "\nend\n"
+               "local r = allow()\n"
+               "return {r[1], r[2], math.ceil(tonumber(r[3])), math.ceil(tonumber(r[4])), "
+               "redis.call('ttl', KEYS[1])}")
+    return ev(wrapped, [key], [str(burst), str(rate), str(period), str(cost)])
+
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "redis_rate.lua")) as f:
+    REDIS_RATE = f.read()
+CASES["redis_rate"] = (
+    [redis_rate("rr:1", 3, 1, 3600, 1) for _ in range(5)] +
+    [redis_rate("rr:2", 10, 5, 7200, 4) for _ in range(4)] +
+    [redis_rate("rr:3", 5, 1, 3600, 0), redis_rate("rr:3", 5, 1, 3600, 6),
+     redis_rate("rr:3", 5, 1, 3600, 5), redis_rate("rr:3", 5, 1, 3600, 0),
+     redis_rate("rr:3", 5, 1, 3600, 1)] +
+    [ev("return redis.replicate_commands()")])
 
 
 def main():
