@@ -442,6 +442,19 @@ def free_key(b, prefix):
     raise AssertionError("every candidate key answered BUSY")
 
 
+def t_no_cmsgpack_or_struct(srv):
+    """Redis 7.0 bundles cmsgpack and struct; rlimitd does not (docs/COMMANDS.md, Scripting):
+    reading them is the nonexistent-global error, and the bundled libraries Debian has are
+    there."""
+    c = srv.conn()
+    for name in ("cmsgpack", "struct"):
+        r = c.call("EVAL", "return type(%s)" % name, "0")
+        check(r.startswith(b"-ERR user_script:1: Script attempted to access nonexistent global "
+                           b"variable '%s'" % name.encode()), "%s: %r" % (name, r))
+    check(c.value("EVAL", "return {type(cjson), type(bit)}", "0") == [b"table", b"table"],
+          "cjson and bit")
+
+
 def t_exec_on_a_busy_shard(srv):
     """EXEC whose queued commands touch a key of a shard a script has held past
     busy-reply-threshold answers as Redis does while busy (EXECABORT ... BUSY, the transaction
@@ -565,7 +578,8 @@ def wait_log(srv, text):
 TESTS = [t_declared_keys, t_atomic_counter, t_multi_key_no_deadlock, t_one_clock,
          t_limiters_from_scripts, t_commandstats, t_redis_log, t_parallel_threads,
          t_same_shard_serialises, t_hostile, t_many_scripts, t_maxmemory,
-         t_scripts_shared_across_threads, t_multi_exec, t_busy_and_kill, t_exec_on_a_busy_shard,
+         t_scripts_shared_across_threads, t_multi_exec, t_busy_and_kill, t_no_cmsgpack_or_struct,
+         t_exec_on_a_busy_shard,
          t_unkillable_then_shutdown_nosave, t_sigterm_during_script_on_thread0]
 
 
