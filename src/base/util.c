@@ -40,6 +40,16 @@ int util_parse_i64(const char *s, size_t len, int64_t *out)
      * rejects them. This also rejects an empty digit string after '-'. */
     if (i == len || s[i] < '1' || s[i] > '9')
         return -1;
+    if (len - i <= 18) {
+        /* At most 18 digits: below 10^18, no overflow to check for. */
+        for (; i < len; i++) {
+            if (!is_digit(s[i]))
+                return -1;
+            v = v * 10 + (unsigned)(s[i] - '0');
+        }
+        *out = neg ? -(int64_t)v : (int64_t)v;
+        return 0;
+    }
     /* Accumulate in unsigned so that INT64_MIN, whose magnitude is INT64_MAX + 1, fits. */
     max = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
     for (; i < len; i++) {

@@ -114,21 +114,16 @@ static void mem_publish(struct engine *e)
 static void *lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     struct engine *e = ud;
-    if (nsize == 0) {
-        script_pool_realloc(&e->pool, ptr, osize, 0);
-        e->mem -= osize;
-        if (e->mem + MEM_PUBLISH_STEP < e->mem_pub)
-            mem_publish(e);
-        return NULL;
-    }
-    if (nsize > osize && e->mem + (nsize - osize) > SCRIPT_MEM_LIMIT)
+    size_t mem = e->mem - osize + nsize; /* osize is 0 for a new block (Lua 5.1's contract) */
+    if (nsize > osize && mem > SCRIPT_MEM_LIMIT)
         return NULL; /* Lua raises "not enough memory" */
     void *p = script_pool_realloc(&e->pool, ptr, osize, nsize);
-    if (p != NULL) {
-        e->mem = e->mem - osize + nsize;
-        if (e->mem > e->mem_pub + MEM_PUBLISH_STEP || e->mem + MEM_PUBLISH_STEP < e->mem_pub)
-            mem_publish(e);
-    }
+    if (p == NULL && nsize != 0)
+        return NULL;
+    e->mem = mem;
+    /* Published when it moved more than a step either way (unsigned: one comparison). */
+    if (mem - e->mem_pub + MEM_PUBLISH_STEP > 2 * MEM_PUBLISH_STEP)
+        mem_publish(e);
     return p;
 }
 
