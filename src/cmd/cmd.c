@@ -940,6 +940,7 @@ void script_hold_init(struct script_hold *h, struct cmd_ctx *x, struct ks_key *k
 {
     int64_t start = clock_mono_ns();
     memset(h, 0, sizeof(*h));
+    h->started = start;
     h->x = x;
     h->keys = keys;
     h->nkeys = n;

@@ -1233,8 +1233,9 @@ static void set_array(lua_State *L, int w, int name, char **v, const size_t *len
     lua_rawset(L, w);
 }
 
-void script_run(const char *sha, struct script_hold *h, char **keys, const size_t *klens,
-                int nkeys, char **args, const size_t *alens, int nargs, struct rbuf *out)
+void script_run(const char *sha, struct script_hold *h, int64_t start_ns, char **keys,
+                const size_t *klens, int nkeys, char **args, const size_t *alens, int nargs,
+                struct rbuf *out)
 {
     struct engine *e = engine_get();
     lua_State *L = e->L;
@@ -1251,7 +1252,7 @@ void script_run(const char *sha, struct script_hold *h, char **keys, const size_
     e->handled = 0;
     atomic_store(&e->wrote, 0);
     lua_sethook(L, kill_hook, LUA_MASKCOUNT, HOOK_EVERY);
-    int64_t start = clock_mono_ns();
+    int64_t start = start_ns;
     if (start <= e->last_start)
         start = e->last_start + 1;
     e->last_start = e->cur_start = start;
