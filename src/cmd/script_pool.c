@@ -6,7 +6,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-
 #ifdef POOL_ASAN
 /* A block on a free list is poisoned, so AddressSanitizer still reports a use after free of a
  * Lua object until the block is handed out again. */

@@ -29,7 +29,7 @@
 #define POOL_ARENA_BYTES ((size_t)8 << 20)
 
 struct script_pool {
-    char *base, *bump, *end; /* the arena; [bump, end) never handed out yet */
+    char *base, *bump, *end;  /* the arena; [bump, end) never handed out yet */
     void *free[POOL_CLASSES]; /* class c holds blocks of 16 * (c + 1) bytes */
 };
 
