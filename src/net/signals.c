@@ -26,6 +26,7 @@ static void on_signal(int signum)
 static void *watch(void *arg)
 {
     (void)arg;
+    pthread_setname_np(pthread_self(), SIGWATCH_THREAD_NAME);
     int count = 0;
     for (;;) {
         unsigned char b;

@@ -6,6 +6,9 @@
 #ifndef RLIMITD_SIGNALS_H
 #define RLIMITD_SIGNALS_H
 
+/* The watcher thread's name (/proc/PID/task/TID/comm), at most 15 bytes. */
+#define SIGWATCH_THREAD_NAME "rlimitd-signals"
+
 /* Calls on_stop(ud, signum, count) on the watcher thread for every SIGTERM or SIGINT received,
  * count being 1 for the first and counting up. Returns 0, or -1 (errno set) if the thread or
  * its pipe could not be made. */
