@@ -565,7 +565,8 @@ Test(server, errors_quoting_input_stay_one_line)
 /* ---- io-sched-policy ---- */
 
 /* Scheduling policy of every I/O thread of pid, which is every thread but the signal watcher
- * (field 41 of /proc/PID/task/TID/stat): how many run as SCHED_BATCH, out of *total, and the main thread's (I/O thread 0) in *main_policy. */
+ * (field 41 of /proc/PID/task/TID/stat): how many run as SCHED_BATCH, out of *total, and the
+ * main thread's (I/O thread 0) in *main_policy. */
 static int count_batch_threads(pid_t pid, int *main_policy, int *total)
 {
     char dir[64];
