@@ -19,6 +19,7 @@
 #include <lualib.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,6 @@
 #define REPLY_KEEP 64 /* elements of a script's reply array read once (lua_to_reply) */
 #define REDIS_VERSION_STR "7.0.15"
 #define REDIS_VERSION_NUM 0x07000f
-#define HOOK_EVERY 100000 /* instructions between kill checks (Redis's figure) */
 #define KILLED_TEXT "Script killed by user with SCRIPT KILL..." /* push_error adds "ERR " */
 
 #define FN_SLOTS 16 /* compiled scripts an engine finds without a Lua table lookup */
@@ -80,6 +80,7 @@ struct engine {
     _Atomic int64_t kill_start; /* SCRIPT KILL (or SHUTDOWN NOSAVE) asked that run to stop */
     int64_t cur_start;          /* run_start as this thread set it (0 if idle) */
     int64_t last_start;         /* the latest run's start */
+    pthread_t thread;           /* the one thread that runs this state */
     _Atomic int wrote;          /* the running script has run a write command */
     struct engine *next;
 };
@@ -675,16 +676,40 @@ static int l_xpcall_global(lua_State *L)
     return lua_gettop(L);
 }
 
-/* Every HOOK_EVERY instructions: stop if killed. After a kill it fires on every instruction,
- * so the error is raised again wherever the script goes. */
+/* Stopping a script. A script runs without a hook, so the VM checks nothing per instruction.
+ * SCRIPT KILL (script_kill, on another thread) names the run to stop and sends KILL_SIGNAL to
+ * the state's thread; the handler, on that thread, installs kill_hook with a count of 1 if that
+ * run is still the one running (lua_sethook may be called asynchronously, as from a signal
+ * handler: Lua's own interpreter stops a script on SIGINT this way). The hook fires at the
+ * next instruction and on every one after, so the error is raised again wherever the script
+ * goes; the next run starts with the hook removed. */
+#define KILL_SIGNAL (SIGRTMIN + 1)
+
 static void kill_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
     if (!killed(engine_of(L)))
-        return;
-    lua_sethook(L, kill_hook, LUA_MASKCOUNT, 1);
+        return; /* a hook left from an earlier run: removed when the next one starts */
     push_error(L, KILLED_TEXT, sizeof(KILLED_TEXT) - 1);
     lua_error(L);
+}
+
+static void on_kill_signal(int signum)
+{
+    (void)signum;
+    struct engine *e = tl_engine;
+    if (e != NULL && killed(e))
+        lua_sethook(e->L, kill_hook, LUA_MASKCOUNT, 1);
+}
+
+static void install_kill_signal(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_kill_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(KILL_SIGNAL, &sa, NULL);
 }
 
 /* ---- math.random as Redis's: rand48 seeded with 0, one sequence per thread's state (Redis
@@ -1151,7 +1176,10 @@ static struct engine *engine_get(void)
         lua_gc(e->L, LUA_GCSETPAUSE, 200);
         lua_gc(e->L, LUA_GCSETSTEPMUL, 200);
         e->gen = script_cache_generation();
+        e->thread = pthread_self();
         rand48_seed(e, 0);
+        static pthread_once_t signal_once = PTHREAD_ONCE_INIT;
+        pthread_once(&signal_once, install_kill_signal);
         pthread_mutex_lock(&engines_lock);
         e->next = engines;
         engines = e;
@@ -1251,7 +1279,7 @@ void script_run(const char *sha, struct script_hold *h, int64_t start_ns, char *
     e->hold = h;
     e->handled = 0;
     atomic_store(&e->wrote, 0);
-    lua_sethook(L, kill_hook, LUA_MASKCOUNT, HOOK_EVERY);
+    lua_sethook(L, NULL, 0, 0); /* a kill's hook from an earlier run; before run_start */
     int64_t start = start_ns;
     if (start <= e->last_start)
         start = e->last_start + 1;
@@ -1302,6 +1330,7 @@ int script_kill(int64_t older_than_ns, int force)
             unkillable++;
         } else {
             atomic_store(&e->kill_start, start);
+            pthread_kill(e->thread, KILL_SIGNAL);
             killed++;
         }
     }
