@@ -9,8 +9,9 @@
  * table, redis, cjson, bit, coroutine) is likewise an empty proxy over the real one. rawset and
  * setmetatable refuse the proxies. Bytecode never loads: loadstring and load compile text only.
  *
- * Memory: a counting allocator; a state past SCRIPT_MEM_LIMIT gets "not enough memory" (a Lua
- * error, not a dead process), and INFO's used_memory_lua sums the states. */
+ * Memory: a counting allocator over the state's own pool (script_pool.h); a state past
+ * SCRIPT_MEM_LIMIT gets "not enough memory" (a Lua error, not a dead process), and INFO's
+ * used_memory_lua sums the states. */
 #include "script.h"
 #include "rlimitd/alloc.h"
 
@@ -1173,8 +1174,9 @@ static struct engine *engine_get(void)
         e->keys_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
         lua_pushliteral(e->L, "ARGV");
         e->argv_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
-        lua_gc(e->L, LUA_GCSETPAUSE, 200);
-        lua_gc(e->L, LUA_GCSETSTEPMUL, 200);
+        /* The collector keeps Lua's (and Redis's) pause of 200%: a longer pause saves a little
+         * marking per call but lets garbage take the room a script has under SCRIPT_MEM_LIMIT
+         * (Lua 5.1 does not collect before failing an allocation). */
         e->gen = script_cache_generation();
         e->thread = pthread_self();
         rand48_seed(e, 0);
