@@ -224,6 +224,7 @@ static _Thread_local struct scratch tl_scratch;
 
 void cmd_thread_exit(void)
 {
+    script_thread_exit();
     free(tl_scratch.keys);
     free(tl_scratch.derived);
     memset(&tl_scratch, 0, sizeof(tl_scratch));

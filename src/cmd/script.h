@@ -78,6 +78,8 @@ int script_busy(int64_t older_than_ns);
 /* Bytes held by every thread's engine (INFO used_memory_lua), each engine's share current to
  * within 64 KiB and exactly after each script. */
 uint64_t script_engine_memory(void);
+/* The calling thread ends: its engine (if any) is no longer signalled by SCRIPT KILL. */
+void script_thread_exit(void);
 /* Frees every thread's engine (process exit, after the threads ended). */
 void script_engine_free_all(void);
 

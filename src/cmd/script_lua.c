@@ -82,6 +82,7 @@ struct engine {
     int64_t cur_start;          /* run_start as this thread set it (0 if idle) */
     int64_t last_start;         /* the latest run's start */
     pthread_t thread;           /* the one thread that runs this state */
+    int thread_gone;            /* under engines_lock: that thread has ended */
     _Atomic int wrote;          /* the running script has run a write command */
     struct engine *next;
 };
@@ -1332,7 +1333,8 @@ int script_kill(int64_t older_than_ns, int force)
             unkillable++;
         } else {
             atomic_store(&e->kill_start, start);
-            pthread_kill(e->thread, KILL_SIGNAL);
+            if (!e->thread_gone)
+                pthread_kill(e->thread, KILL_SIGNAL);
             killed++;
         }
     }
@@ -1358,6 +1360,14 @@ uint64_t script_engine_memory(void)
 {
     int64_t sum = atomic_load_explicit(&total_mem, memory_order_relaxed);
     return sum < 0 ? 0 : (uint64_t)sum;
+}
+
+void script_thread_exit(void)
+{
+    pthread_mutex_lock(&engines_lock);
+    if (tl_engine != NULL)
+        tl_engine->thread_gone = 1;
+    pthread_mutex_unlock(&engines_lock);
 }
 
 void script_engine_free_all(void)
