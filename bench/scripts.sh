@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # scripts.sh - EVALSHA on rlimitd against Redis, side by side in one run (issue 16).
 #
-#   bench/scripts.sh [RLIMITD_BINARY] [--requests N]
+#   bench/scripts.sh [RLIMITD_BINARY] [--requests N] [--rounds R]
 #
-# Starts rlimitd (with 1, then 2 I/O threads) and Debian's redis-server on free loopback ports,
+# Starts Debian's redis-server and rlimitd (with 1, then 2 I/O threads) on free loopback ports,
 # SCRIPT LOADs into each rate-limiter-flexible's consume script (its incr-with-TTL script,
 # verbatim) and bench/gcra.lua, and drives each with redis-benchmark (50 clients, pipeline 16,
-# 100k random keys). For every run it prints the server's CPU time per call (utime + stime of
-# the whole process, all threads, from /proc/PID/stat) and throughput, then the ratios
-# rlimitd/Redis of CPU per call (the figure that counts on a shared machine) and the 2-thread
-# over 1-thread throughput factor.
+# 100k random keys, so the scripts run on different keys and shards). For every run it prints
+# the server's CPU time per call (utime + stime of the whole process, all threads, from
+# /proc/PID/stat) and throughput; then, per round, the ratios rlimitd/Redis of CPU per call
+# (the figure that counts on a shared machine) and the 2-thread over 1-thread throughput factor,
+# and over all rounds the range of each. redis-benchmark runs on the same CPUs: on a 2-CPU
+# machine it takes one of them, which bounds what a second I/O thread can add.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RLIMITD="$ROOT/build/rlimitd"
 N=400000
+ROUNDS=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --requests) N="$2"; shift ;;
+    --rounds) ROUNDS="$2"; shift ;;
     *) RLIMITD="$1" ;;
     esac
     shift
@@ -83,32 +87,49 @@ start_rlimitd() { # threads
     wait_up "$port"
 }
 
-echo "# EVALSHA: rlimitd vs Redis $(redis-server --version | awk '{ print $3 }' | tr -d 'v='), $N calls each, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
-RD_PORT=$(free_port)
-redis-server --port "$RD_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" \
-    >/dev/null 2>&1 &
-PIDS+=($!)
-RD_PID=$!
-wait_up "$RD_PORT"
-SHA_FLX=$(redis-cli -p "$RD_PORT" SCRIPT LOAD "$RLFLX")
-SHA_GCRA=$(redis-cli -p "$RD_PORT" SCRIPT LOAD "$GCRA")
-run "redis rate-limiter-flexible" "$RD_PID" "$RD_PORT" "$SHA_FLX" 1 10 5 10
-run "redis gcra.lua" "$RD_PID" "$RD_PORT" "$SHA_GCRA" 10 100 60
+echo "# EVALSHA: rlimitd vs Redis $(redis-server --version | awk '{ print $3 }' | tr -d 'v='), $N calls each, $ROUNDS round(s), $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+declare -A ALL # "<figure> <script>" -> the round's values, space separated
+for round in $(seq "$ROUNDS"); do
+    echo "## round $round"
+    RD_PORT=$(free_port)
+    redis-server --port "$RD_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" \
+        >/dev/null 2>&1 &
+    PIDS+=($!)
+    RD_PID=$!
+    wait_up "$RD_PORT"
+    SHA_FLX=$(redis-cli -p "$RD_PORT" SCRIPT LOAD "$RLFLX")
+    SHA_GCRA=$(redis-cli -p "$RD_PORT" SCRIPT LOAD "$GCRA")
+    run "redis rate-limiter-flexible" "$RD_PID" "$RD_PORT" "$SHA_FLX" 1 10 5 10
+    run "redis gcra.lua" "$RD_PID" "$RD_PORT" "$SHA_GCRA" 10 100 60
+    kill -TERM "$RD_PID"
+    wait "$RD_PID" 2>/dev/null || true
 
-for threads in 1 2; do
-    start_rlimitd "$threads"
-    redis-cli -p "$RL_PORT" SCRIPT LOAD "$RLFLX" >/dev/null
-    redis-cli -p "$RL_PORT" SCRIPT LOAD "$GCRA" >/dev/null
-    run "rlimitd t$threads rate-limiter-flexible" "$RL_PID" "$RL_PORT" "$SHA_FLX" 1 10 5 10
-    run "rlimitd t$threads gcra.lua" "$RL_PID" "$RL_PORT" "$SHA_GCRA" 10 100 60
-    kill -TERM "$RL_PID"
-    wait "$RL_PID" 2>/dev/null || true
+    for threads in 1 2; do
+        start_rlimitd "$threads"
+        redis-cli -p "$RL_PORT" SCRIPT LOAD "$RLFLX" >/dev/null
+        redis-cli -p "$RL_PORT" SCRIPT LOAD "$GCRA" >/dev/null
+        run "rlimitd t$threads rate-limiter-flexible" "$RL_PID" "$RL_PORT" "$SHA_FLX" 1 10 5 10
+        run "rlimitd t$threads gcra.lua" "$RL_PID" "$RL_PORT" "$SHA_GCRA" 10 100 60
+        kill -TERM "$RL_PID"
+        wait "$RL_PID" 2>/dev/null || true
+    done
+
+    for s in rate-limiter-flexible gcra.lua; do
+        r1=$(ratio "${CPU["rlimitd t1 $s"]}" "${CPU["redis $s"]}")
+        r2=$(ratio "${CPU["rlimitd t2 $s"]}" "${CPU["redis $s"]}")
+        sc=$(ratio "${RPS["rlimitd t2 $s"]}" "${RPS["rlimitd t1 $s"]}")
+        ALL["t1 $s"]+="$r1 "
+        ALL["t2 $s"]+="$r2 "
+        ALL["scale $s"]+="$sc "
+        echo "$s: CPU/call rlimitd(1 thread)/Redis ${r1}x, rlimitd(2 threads)/Redis ${r2}x;" \
+            "throughput 2 I/O threads/1 on different keys ${sc}x"
+    done
 done
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+range() { echo "$1" | tr ' ' '\n' | grep . | sort -n | sed -n '1p;$p' | paste -sd- | sed 's/-/x-/; s/$/x/'; }
 echo
+echo "## over $ROUNDS round(s): CPU/call rlimitd/Redis (1 thread; 2 threads), throughput 2 I/O threads/1"
 for s in rate-limiter-flexible gcra.lua; do
-    echo "$s: CPU/call rlimitd(1 thread)/Redis $(ratio "${CPU["rlimitd t1 $s"]}" "${CPU["redis $s"]}")x," \
-        "rlimitd(2 threads)/Redis $(ratio "${CPU["rlimitd t2 $s"]}" "${CPU["redis $s"]}")x;" \
-        "throughput 2 threads/1 thread $(ratio "${RPS["rlimitd t2 $s"]}" "${RPS["rlimitd t1 $s"]}")x"
+    echo "$s: $(range "${ALL["t1 $s"]}"); $(range "${ALL["t2 $s"]}"); $(range "${ALL["scale $s"]}")"
 done

@@ -104,6 +104,8 @@ void cmd_thread_exit(void);
 /* At SIGTERM/SIGINT: asks every running script that has not written to stop, as SCRIPT KILL
  * would (cmd_script.c); one that wrote runs to its end. */
 void cmd_scripts_stop_unwritten(void);
+/* At a second SIGTERM/SIGINT: asks every running script to stop, as SHUTDOWN NOSAVE does. */
+void cmd_scripts_stop_all(void);
 
 /* Runs one command and appends its reply (or replies) to out. Reads the wall clock once.
  * argv[i] holds lens[i] bytes followed by a NUL. May set SESSION_CLOSE_AFTER_REPLY. */

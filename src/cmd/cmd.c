@@ -369,6 +369,7 @@ void cmd_thread_exit(void)
         multi_free(tl_spare_multi);
         tl_spare_multi = NULL;
     }
+    script_thread_exit();
     free(tl_scratch.keys);
     free(tl_scratch.derived);
     memset(&tl_scratch, 0, sizeof(tl_scratch));
@@ -501,11 +502,11 @@ void cmd_env_deinit(struct cmd_env *env)
 
 /* ---- keys and locks ---- */
 
-/* How many keys a command that names its keys has, and where: argument first + i * step. */
-static int key_positions(const struct cmd_def *d, int argc, char **argv, const size_t *lens,
-                         int *first, int *step)
+/* Where a command's keys are in argv (not for CMD_KEYDERIVED): returns how many, from *first,
+ * *step apart. */
+static int key_span(const struct cmd_def *d, int argc, char **argv, const size_t *lens,
+                    int *first, int *step)
 {
-    int n = 0;
     *first = d->flags & CMD_NUMKEYS ? 3 : d->first_key;
     *step = d->flags & CMD_NUMKEYS ? 1 : d->step;
     if (d->flags & CMD_NUMKEYS) {
@@ -513,49 +514,54 @@ static int key_positions(const struct cmd_def *d, int argc, char **argv, const s
         int64_t nk;
         if (argc >= 3 && util_parse_i64(argv[2], lens[2], &nk) == 0 && nk >= 0 &&
             nk <= argc - 3)
-            n = (int)nk;
-    } else if (d->first_key > 0) {
+            return (int)nk;
+        return 0;
+    }
+    if (d->first_key > 0) {
         int last = d->last_key < 0 ? argc + d->last_key : d->last_key;
         if (last >= argc)
             last = argc - 1;
-        n = last >= d->first_key ? (last - d->first_key) / d->step + 1 : 0;
+        return last >= d->first_key ? (last - d->first_key) / d->step + 1 : 0;
     }
-    return n;
+    return 0;
 }
 
-/* Fills x->keys with the command's keys. Returns the count. */
+static struct ks_key *scratch_keys(int n)
+{
+    struct scratch *sc = &tl_scratch;
+    if (n > sc->cap) {
+        free(sc->keys);
+        sc->cap = n < 8 ? 8 : n;
+        sc->keys = xmalloc(sizeof(struct ks_key) * (size_t)sc->cap);
+    }
+    return sc->keys;
+}
+
+/* Fills *keys with the command's keys. Returns the count. */
 static int collect_keys(const struct cmd_def *d, struct session *s, int argc, char **argv,
                         const size_t *lens, struct keyspace *ks, struct ks_key **keys)
 {
     (void)s;
-    struct scratch *sc = &tl_scratch;
-    int n = 0, first = 0, step = 1;
     if (d->flags & CMD_KEYDERIVED) {
+        struct scratch *sc = &tl_scratch;
         size_t need = isallowed_key_len(lens[1], lens[2]);
         if (sc->dcap < need) {
             free(sc->derived);
             sc->dcap = need < 256 ? 256 : need;
             sc->derived = xmalloc(sc->dcap);
         }
-        n = 1;
-    } else {
-        n = key_positions(d, argc, argv, lens, &first, &step);
-    }
-    if (n > sc->cap) {
-        free(sc->keys);
-        sc->cap = n < 8 ? 8 : n;
-        sc->keys = xmalloc(sizeof(struct ks_key) * (size_t)sc->cap);
-    }
-    if (d->flags & CMD_KEYDERIVED) {
+        *keys = scratch_keys(1);
         size_t len = isallowed_key(sc->derived, argv[1], lens[1], argv[2], lens[2]);
-        ks_key_init(ks, &sc->keys[0], sc->derived, len);
-    } else {
-        for (int i = 0; i < n; i++) {
-            int a = first + i * step;
-            ks_key_init(ks, &sc->keys[i], argv[a], lens[a]);
-        }
+        ks_key_init(ks, &(*keys)[0], sc->derived, len);
+        return 1;
     }
-    *keys = sc->keys;
+    int first, step;
+    int n = key_span(d, argc, argv, lens, &first, &step);
+    *keys = scratch_keys(n);
+    for (int i = 0; i < n; i++) {
+        int a = first + i * step;
+        ks_key_init(ks, &(*keys)[i], argv[a], lens[a]);
+    }
     return n;
 }
 
@@ -814,7 +820,7 @@ static void queue(struct cmd_env *env, struct session *s, int idx, int argc, cha
         m->cap = cap;
     }
     int first = 0, step = 1;
-    int nkeys = d->flags & CMD_KEYDERIVED ? 0 : key_positions(d, argc, argv, lens, &first, &step);
+    int nkeys = d->flags & CMD_KEYDERIVED ? 0 : key_span(d, argc, argv, lens, &first, &step);
     size_t bytes = 0;
     for (int i = 0; i < argc; i++)
         bytes += lens[i] + 1;
@@ -911,7 +917,14 @@ static void cmd_exec(struct cmd_ctx *x)
     struct watched *wd = s->watched;
     for (int i = 0; wd != NULL && i < wd->n; i++)
         shard_set_add(&set, ks_watch_shard(wd->v[i].w));
-    lock_set(ks, &set, 1);
+    if (lock_set_or_busy(x->env, &set) != 0) {
+        /* A script has held one of the shards past busy-reply-threshold: Redis's answer to an
+         * EXEC while it is busy, and the transaction is gone. */
+        multi_discard(s);
+        watch_release_all(s);
+        reply_error(x->out, "EXECABORT Transaction discarded because of: " BUSY_TEXT);
+        return;
+    }
     int changed = 0;
     for (int i = 0; wd != NULL && i < wd->n && !changed; i++)
         changed = ks_watch_changed(ks, wd->v[i].w, wd->v[i].version, x->now);
@@ -993,6 +1006,27 @@ static int declared(const struct script_hold *h, const struct ks_key *k)
     return 0;
 }
 
+/* collect_keys for a command a script runs (not CMD_KEYDERIVED): each key is one the EVAL
+ * declared, found by its bytes and given that key's hash. Returns -1 if one is not declared. */
+static int collect_declared(const struct script_hold *h, const struct cmd_def *d, int argc,
+                            char **argv, const size_t *lens, struct ks_key **keys)
+{
+    int first, step;
+    int n = key_span(d, argc, argv, lens, &first, &step);
+    struct ks_key *k = scratch_keys(n);
+    for (int i = 0; i < n; i++) {
+        int a = first + i * step, j = 0;
+        while (j < h->nkeys &&
+               (h->keys[j].len != lens[a] || memcmp(h->keys[j].p, argv[a], lens[a]) != 0))
+            j++;
+        if (j == h->nkeys)
+            return -1;
+        k[i] = (struct ks_key){.p = argv[a], .len = lens[a], .hash = h->keys[j].hash};
+    }
+    *keys = k;
+    return n;
+}
+
 /* Takes an ISALLOWED state key's shard for the rest of the script (script_hold). */
 static int hold_derived(struct script_hold *h, unsigned shard)
 {
@@ -1008,6 +1042,7 @@ static int hold_derived(struct script_hold *h, unsigned shard)
         return -1;
     }
     h->extra[shard / 64] |= 1ull << (shard % 64);
+    h->nextra++;
     return 0;
 }
 
@@ -1040,17 +1075,28 @@ void cmd_from_script(struct script_hold *h, int argc, char **argv, const size_t 
         return;
     }
     struct ks_key *keys;
-    int n = collect_keys(d, s, argc, argv, lens, x->env->ks, &keys);
-    for (int i = 0; i < n; i++) {
-        struct ks_key named = keys[i];
-        if (d->flags & CMD_KEYDERIVED)
-            ks_key_init(x->env->ks, &named, argv[1], lens[1]);
+    int n;
+    if (d->flags & CMD_KEYDERIVED) {
+        n = collect_keys(d, s, argc, argv, lens, x->env->ks, &keys);
+    } else {
+        /* Every key must be a declared one, whose hash the EVAL already computed. */
+        n = collect_declared(h, d, argc, argv, lens, &keys);
+        if (n < 0) {
+            reply_error(out, "ERR Script attempted to access a key not declared in KEYS "
+                             "(rlimitd locks exactly the declared keys)");
+            return;
+        }
+    }
+    for (int i = 0; i < n && (d->flags & CMD_KEYDERIVED); i++) {
+        /* The named key must be declared; the derived state key's shard is taken here. */
+        struct ks_key named;
+        ks_key_init(x->env->ks, &named, argv[1], lens[1]);
         if (!declared(h, &named)) {
             reply_error(out, "ERR Script attempted to access a key not declared in KEYS "
                              "(rlimitd locks exactly the declared keys)");
             return;
         }
-        if ((d->flags & CMD_KEYDERIVED) && hold_derived(h, ks_shard(x->env->ks, &keys[i]))) {
+        if (hold_derived(h, ks_shard(x->env->ks, &keys[i]))) {
             reply_error(out, "ERR ISALLOWED's state key is in a shard held by another client; "
                              "retry the script");
             return;
@@ -1069,6 +1115,7 @@ void script_hold_init(struct script_hold *h, struct cmd_ctx *x, struct ks_key *k
 {
     int64_t start = clock_mono_ns();
     memset(h, 0, sizeof(*h));
+    h->started = start;
     h->x = x;
     h->keys = keys;
     h->nkeys = n;
@@ -1089,11 +1136,12 @@ void script_hold_release(struct script_hold *h)
     if (h->x->env->script_since != NULL)
         for (int i = 0; i < h->nkeys; i++)
             atomic_store(&h->x->env->script_since[ks_shard(ks, &h->keys[i])], 0);
-    for (unsigned w = 0; w < SHARD_WORDS; w++) {
+    for (unsigned w = 0; w < SHARD_WORDS && h->nextra > 0; w++) {
         uint64_t bits = h->extra[w];
         while (bits != 0) {
             ks_unlock(ks, w * 64 + (unsigned)__builtin_ctzll(bits));
             bits &= bits - 1;
+            h->nextra--;
         }
         h->extra[w] = 0;
     }

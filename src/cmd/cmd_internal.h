@@ -113,6 +113,8 @@ struct script_hold {
     int nkeys;
     uint64_t held[SHARD_WORDS];  /* shards locked for the declared keys */
     uint64_t extra[SHARD_WORDS]; /* shards locked during the script, released after it */
+    int nextra;             /* bits set in extra */
+    int64_t started;        /* CLOCK_MONOTONIC ns at script_hold_init: the script's start */
     int max_held;           /* highest shard held, -1 for none */
     int read_only;          /* EVAL_RO or "#!lua flags=no-writes" */
     int wrote;              /* a write command ran */

@@ -55,9 +55,11 @@ int script_compile(const char *sha, const char *body, size_t len, struct rbuf *o
  * FLUSH), else -1. */
 int script_lookup(const char *sha);
 /* Runs the compiled sha with KEYS and ARGV; writes the script's reply to out. redis.call goes
- * through h (cmd.c's cmd_from_script). */
-void script_run(const char *sha, struct script_hold *h, char **keys, const size_t *klens,
-                int nkeys, char **args, const size_t *alens, int nargs, struct rbuf *out);
+ * through h (cmd.c's cmd_from_script). start_ns: CLOCK_MONOTONIC when the script's shards were
+ * marked busy, its start for SCRIPT KILL and BUSY too. */
+void script_run(const char *sha, struct script_hold *h, int64_t start_ns, char **keys,
+                const size_t *klens, int nkeys, char **args, const size_t *alens, int nargs,
+                struct rbuf *out);
 /* redis.call and redis.pcall: runs one command for the script holding h (cmd.c), its reply or
  * Redis's error text appended to out. */
 void cmd_from_script(struct script_hold *h, int argc, char **argv, const size_t *lens,
@@ -76,6 +78,8 @@ int script_busy(int64_t older_than_ns);
 /* Bytes held by every thread's engine (INFO used_memory_lua), each engine's share current to
  * within 64 KiB and exactly after each script. */
 uint64_t script_engine_memory(void);
+/* The calling thread ends: its engine (if any) is no longer signalled by SCRIPT KILL. */
+void script_thread_exit(void);
 /* Frees every thread's engine (process exit, after the threads ended). */
 void script_engine_free_all(void);
 

@@ -115,6 +115,14 @@ static struct entry **buckets;
 static size_t nbuckets; /* power of two, or 0 */
 static uint64_t count, bytes;
 static _Atomic uint64_t generation;
+/* bytes plus the bucket array, republished under the lock after each change: every EVAL reads
+ * it (maxmemory counts the cache), and must not take the lock other threads' EVALs take. */
+static _Atomic uint64_t bytes_pub;
+
+static void publish_bytes_locked(void)
+{
+    atomic_store_explicit(&bytes_pub, bytes + nbuckets * sizeof(*buckets), memory_order_relaxed);
+}
 
 static int sha_norm(const char *sha, size_t shalen, char out[41])
 {
@@ -182,6 +190,7 @@ void script_cache_put(const char *body, size_t len, const char sha[41])
         buckets[j] = e;
         count++;
         bytes += sizeof(*e) + len + 1;
+        publish_bytes_locked();
     }
     pthread_mutex_unlock(&lock);
 }
@@ -228,6 +237,7 @@ static void free_all_locked(void)
     buckets = NULL;
     nbuckets = 0;
     count = bytes = 0;
+    publish_bytes_locked();
 }
 
 void script_cache_flush(void)
@@ -255,10 +265,7 @@ uint64_t script_cache_count(void)
 
 uint64_t script_cache_bytes(void)
 {
-    pthread_mutex_lock(&lock);
-    uint64_t n = bytes + nbuckets * sizeof(*buckets);
-    pthread_mutex_unlock(&lock);
-    return n;
+    return atomic_load_explicit(&bytes_pub, memory_order_relaxed);
 }
 
 uint64_t script_cache_generation(void)

@@ -9,8 +9,9 @@
  * table, redis, cjson, bit, coroutine) is likewise an empty proxy over the real one. rawset and
  * setmetatable refuse the proxies. Bytecode never loads: loadstring and load compile text only.
  *
- * Memory: a counting allocator; a state past SCRIPT_MEM_LIMIT gets "not enough memory" (a Lua
- * error, not a dead process), and INFO's used_memory_lua sums the states. */
+ * Memory: a counting allocator over the state's own pool (script_pool.h); a state past
+ * SCRIPT_MEM_LIMIT gets "not enough memory" (a Lua error, not a dead process), and INFO's
+ * used_memory_lua sums the states. */
 #include "script.h"
 #include "rlimitd/alloc.h"
 
@@ -19,6 +20,7 @@
 #include <lualib.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,17 +33,28 @@
 #include "rlimitd/log.h"
 #include "rlimitd/util.h"
 #include "rlimitd/reply.h"
+#include "script_pool.h"
 
 #define SCRIPT_MEM_LIMIT ((size_t)256 << 20) /* per thread's state */
 #define GC_FULL_AFTER ((size_t)16 << 20) /* growth since the last full collection */
 #define REPLY_MAX_DEPTH 1000                 /* nesting of a script's reply */
+#define REPLY_KEEP 64 /* elements of a script's reply array read once (lua_to_reply) */
 #define REDIS_VERSION_STR "7.0.15"
 #define REDIS_VERSION_NUM 0x07000f
-#define HOOK_EVERY 100000 /* instructions between kill checks (Redis's figure) */
 #define KILLED_TEXT "Script killed by user with SCRIPT KILL..." /* push_error adds "ERR " */
+
+#define FN_SLOTS 16 /* compiled scripts an engine finds without a Lua table lookup */
+
+/* A script recently run here: its function held by a registry reference. */
+struct fn_slot {
+    char sha[40];
+    int ref; /* 0: empty */
+    int flags;
+};
 
 struct engine {
     lua_State *L;
+    struct script_pool pool;    /* where L's memory comes from */
     size_t mem;                 /* bytes the allocator handed out (this thread only) */
     size_t mem_pub;             /* mem as last added to total_mem */
     size_t mem_gc;              /* mem after the last full collection */
@@ -50,6 +63,9 @@ struct engine {
     int globals_ref;            /* registry: the whitelist the globals proxy reads */
     int handler_ref;            /* registry: the error handler */
     int ro_ref;                 /* registry: set of read-only proxies */
+    int err_ref, ok_ref;        /* registry: the strings "err" and "ok" */
+    int keys_ref, argv_ref;     /* registry: the strings "KEYS" and "ARGV" */
+    struct fn_slot fns[FN_SLOTS]; /* by the sha's first hex digit; a subset of fns_ref's */
     const char *sha;            /* the running script, for error texts */
     int handled;                /* the error handler formatted the error on the stack */
     struct script_hold *hold;   /* the running script's hold on the keyspace */
@@ -59,8 +75,14 @@ struct engine {
     int cap;
     uint64_t rand48;            /* math.random's state */
     /* Read by SCRIPT KILL and BUSY checks on other threads. */
-    _Atomic int64_t run_start;  /* CLOCK_MONOTONIC ns the running script started, 0 if idle */
-    _Atomic int kill;           /* SCRIPT KILL (or SHUTDOWN NOSAVE) asked this script to stop */
+    /* A run is named by its start (CLOCK_MONOTONIC ns, made unique per engine), so a kill
+     * aimed at one run can never stop the next: no lock is shared between threads per run. */
+    _Atomic int64_t run_start;  /* the running script's start, 0 if idle */
+    _Atomic int64_t kill_start; /* SCRIPT KILL (or SHUTDOWN NOSAVE) asked that run to stop */
+    int64_t cur_start;          /* run_start as this thread set it (0 if idle) */
+    int64_t last_start;         /* the latest run's start */
+    pthread_t thread;           /* the one thread that runs this state */
+    int thread_gone;            /* under engines_lock: that thread has ended */
     _Atomic int wrote;          /* the running script has run a write command */
     struct engine *next;
 };
@@ -68,8 +90,20 @@ struct engine {
 static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct engine *engines;
 static __thread struct engine *tl_engine;
+/* Pushes "err" or "ok", interned once per state and held in the registry: the reply
+ * conversions look these keys up for every table. */
+#define push_err_key(L) lua_rawgeti((L), LUA_REGISTRYINDEX, tl_engine->err_ref)
+#define push_ok_key(L) lua_rawgeti((L), LUA_REGISTRYINDEX, tl_engine->ok_ref)
+
 static _Atomic int64_t total_mem; /* every engine's mem, to within MEM_PUBLISH_STEP each */
 #define MEM_PUBLISH_STEP 65536
+
+/* Whether the running script was asked to stop. */
+static int killed(const struct engine *e)
+{
+    return e->cur_start != 0 &&
+           atomic_load_explicit(&e->kill_start, memory_order_relaxed) == e->cur_start;
+}
 
 static void mem_publish(struct engine *e)
 {
@@ -83,21 +117,16 @@ static void mem_publish(struct engine *e)
 static void *lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     struct engine *e = ud;
-    if (nsize == 0) {
-        free(ptr);
-        e->mem -= osize;
-        if (e->mem + MEM_PUBLISH_STEP < e->mem_pub)
-            mem_publish(e);
-        return NULL;
-    }
-    if (nsize > osize && e->mem + (nsize - osize) > SCRIPT_MEM_LIMIT)
+    size_t mem = e->mem - osize + nsize; /* osize is 0 for a new block (Lua 5.1's contract) */
+    if (nsize > osize && mem > SCRIPT_MEM_LIMIT)
         return NULL; /* Lua raises "not enough memory" */
-    void *p = realloc(ptr, nsize);
-    if (p != NULL) {
-        e->mem = e->mem - osize + nsize;
-        if (e->mem > e->mem_pub + MEM_PUBLISH_STEP || e->mem + MEM_PUBLISH_STEP < e->mem_pub)
-            mem_publish(e);
-    }
+    void *p = script_pool_realloc(&e->pool, ptr, osize, nsize);
+    if (p == NULL && nsize != 0)
+        return NULL;
+    e->mem = mem;
+    /* Published when it moved more than a step either way (unsigned: one comparison). */
+    if (mem - e->mem_pub + MEM_PUBLISH_STEP > 2 * MEM_PUBLISH_STEP)
+        mem_publish(e);
     return p;
 }
 
@@ -126,8 +155,8 @@ static void push_error(lua_State *L, const char *s, size_t n)
     while (n > 0 && (s[n - 1] == '\r' || s[n - 1] == '\n'))
         n--;
     luaL_addlstring(&b, s, n);
-    lua_newtable(L);
-    lua_pushliteral(L, "err");
+    lua_createtable(L, 0, 1); /* the layout lua_newtable and a rawset end with */
+    push_err_key(L);
     luaL_pushresult(&b);
     lua_rawset(L, -3);
 }
@@ -140,6 +169,15 @@ static int fail(lua_State *L, int raise, const char *msg)
 }
 
 /* ---- RESP reply -> Lua ---- */
+
+/* The integer of a RESP line s..crlf after its type byte (what strtoll reads there). */
+static long long resp_int(const char *s, const char *crlf)
+{
+    int64_t v;
+    if (util_parse_i64(s + 1, (size_t)(crlf - s - 1), &v) == 0)
+        return v;
+    return strtoll(s + 1, NULL, 10);
+}
 
 /* Converts the RESP2 value at *p (a handler's well-formed reply) and advances *p. */
 static void resp_to_lua(lua_State *L, const char **p, const char *end, int depth)
@@ -154,22 +192,22 @@ static void resp_to_lua(lua_State *L, const char **p, const char *end, int depth
     *p = crlf + 2;
     switch (s[0]) {
     case '+':
-        lua_newtable(L);
-        lua_pushliteral(L, "ok");
+        lua_createtable(L, 0, 1);
+        push_ok_key(L);
         lua_pushlstring(L, s + 1, (size_t)(crlf - s - 1));
         lua_rawset(L, -3);
         break;
     case '-':
-        lua_newtable(L);
-        lua_pushliteral(L, "err");
+        lua_createtable(L, 0, 1);
+        push_err_key(L);
         lua_pushlstring(L, s + 1, (size_t)(crlf - s - 1));
         lua_rawset(L, -3);
         break;
     case ':':
-        lua_pushnumber(L, (lua_Number)strtoll(s + 1, NULL, 10));
+        lua_pushnumber(L, (lua_Number)resp_int(s, crlf));
         break;
     case '$': {
-        long long n = strtoll(s + 1, NULL, 10);
+        long long n = resp_int(s, crlf);
         if (n < 0) {
             lua_pushboolean(L, 0);
         } else {
@@ -179,7 +217,7 @@ static void resp_to_lua(lua_State *L, const char **p, const char *end, int depth
         break;
     }
     case '*': {
-        long long n = strtoll(s + 1, NULL, 10);
+        long long n = resp_int(s, crlf);
         if (n < 0) {
             lua_pushboolean(L, 0);
             break;
@@ -248,7 +286,7 @@ static void lua_to_reply(lua_State *L, int idx, struct rbuf *out, int depth)
         return;
     }
     int t = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
-    lua_pushliteral(L, "err");
+    push_err_key(L);
     lua_rawget(L, t);
     if (lua_type(L, -1) == LUA_TSTRING) {
         size_t n;
@@ -258,7 +296,7 @@ static void lua_to_reply(lua_State *L, int idx, struct rbuf *out, int depth)
         return;
     }
     lua_pop(L, 1);
-    lua_pushliteral(L, "ok");
+    push_ok_key(L);
     lua_rawget(L, t);
     if (lua_type(L, -1) == LUA_TSTRING) {
         size_t n;
@@ -275,22 +313,46 @@ static void lua_to_reply(lua_State *L, int idx, struct rbuf *out, int depth)
         return;
     }
     lua_pop(L, 1);
-    /* An array up to its first nil, as Redis walks it. */
+    /* An array up to its first nil, as Redis walks it. The script's own reply (depth 0) keeps
+     * its first REPLY_KEEP elements on the stack while counting, so they are read once. */
+    int keep = depth == 0 && lua_checkstack(L, REPLY_KEEP + 4) ? REPLY_KEEP : 0;
     int64_t n = 0;
     for (;;) {
         lua_rawgeti(L, t, (int)(n + 1));
         int nil = lua_isnil(L, -1);
-        lua_pop(L, 1);
-        if (nil || n == INT32_MAX)
+        if (nil || n == INT32_MAX) {
+            lua_pop(L, 1);
             break;
+        }
         n++;
+        if (n > keep)
+            lua_pop(L, 1);
     }
     reply_array(out, n);
+    int kept = n < keep ? (int)n : keep;
     for (int64_t i = 1; i <= n; i++) {
-        lua_rawgeti(L, t, (int)i);
-        lua_to_reply(L, -1, out, depth + 1);
-        lua_pop(L, 1);
+        int at; /* the element's stack index */
+        if (i <= kept) {
+            at = lua_gettop(L) - kept + (int)i;
+        } else {
+            lua_rawgeti(L, t, (int)i);
+            at = lua_gettop(L);
+        }
+        /* Numbers and strings inline: what the recursive call would write. */
+        int type = depth + 1 > REPLY_MAX_DEPTH ? LUA_TNONE : lua_type(L, at);
+        if (type == LUA_TNUMBER) {
+            reply_int(out, num_to_i64(lua_tonumber(L, at)));
+        } else if (type == LUA_TSTRING) {
+            size_t len;
+            const char *str = lua_tolstring(L, at, &len);
+            reply_bulk(out, str, len);
+        } else {
+            lua_to_reply(L, at, out, depth + 1);
+        }
+        if (i > kept)
+            lua_pop(L, 1);
     }
+    lua_pop(L, kept);
 }
 
 /* ---- the redis library ---- */
@@ -408,8 +470,8 @@ static int l_status_reply(lua_State *L)
 {
     if (lua_gettop(L) != 1 || lua_type(L, 1) != LUA_TSTRING)
         return fail(L, 0, "wrong number or type of arguments");
-    lua_newtable(L);
-    lua_pushliteral(L, "ok");
+    lua_createtable(L, 0, 1);
+    push_ok_key(L);
     lua_pushvalue(L, 1);
     lua_rawset(L, -3);
     return 1;
@@ -471,6 +533,112 @@ static int l_set_repl(lua_State *L)
     return 0; /* rlimitd has no replication: accepted and nothing else */
 }
 
+/* tonumber with a shortcut for what scripts mostly convert, a decimal integer of at most 15
+ * digits (exact in a double: the value strtod would give), read without strtod; anything else
+ * goes to Lua's own function (upvalue 1), called on this frame so its errors name 'tonumber' as
+ * before. */
+static int l_tonumber(lua_State *L)
+{
+    if (lua_gettop(L) == 1 && lua_type(L, 1) == LUA_TSTRING) {
+        size_t n;
+        const char *s = lua_tolstring(L, 1, &n);
+        size_t i = n > 0 && s[0] == '-';
+        if (n > i && n - i <= 15) {
+            uint64_t v = 0;
+            while (i < n && s[i] >= '0' && s[i] <= '9')
+                v = v * 10 + (uint64_t)(s[i++] - '0');
+            if (i == n) {
+                lua_Number d = (lua_Number)v;
+                lua_pushnumber(L, s[0] == '-' ? -d : d);
+                return 1;
+            }
+        }
+    }
+    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+}
+
+#define FORMAT_OUT 1024 /* string.format's shortcut: the longest result it writes */
+
+/* One "%d" conversion of string.format: flag '0' or none, width of at most two digits. */
+struct int_spec {
+    int zero, width;
+};
+
+/* Reads the spec after a '%' at f; returns its length up to and including 'd', or 0 if it is
+ * anything else. */
+static size_t int_spec_at(const char *f, const char *end, struct int_spec *sp)
+{
+    const char *p = f;
+    sp->zero = p < end && *p == '0';
+    p += sp->zero;
+    sp->width = 0;
+    for (int i = 0; i < 2 && p < end && *p >= '0' && *p <= '9'; i++)
+        sp->width = sp->width * 10 + (*p++ - '0');
+    return p < end && *p == 'd' ? (size_t)(p + 1 - f) : 0;
+}
+
+/* string.format with a shortcut for a format whose every conversion is "%d" ('0' flag and a
+ * width allowed) applied to a number that is an integer below 2^53 in magnitude: written here as
+ * sprintf's "%ld" of it would write it. Any other format or argument goes to Lua's own function
+ * (upvalue 1), called on this frame so its errors name 'format' as before. */
+static int l_format(lua_State *L)
+{
+    size_t flen;
+    const char *f = lua_type(L, 1) == LUA_TSTRING ? lua_tolstring(L, 1, &flen) : NULL;
+    int fast = f != NULL;
+    int arg = 1;
+    for (size_t i = 0; fast && i < flen; i++) {
+        if (f[i] != '%')
+            continue;
+        struct int_spec sp;
+        size_t n;
+        if (i + 1 < flen && f[i + 1] == '%') {
+            i++;
+        } else if ((n = int_spec_at(f + i + 1, f + flen, &sp)) == 0) {
+            fast = 0;
+        } else {
+            arg++;
+            lua_Number v = lua_tonumber(L, arg);
+            fast = lua_type(L, arg) == LUA_TNUMBER && v > -9007199254740992.0 &&
+                   v < 9007199254740992.0 && v == (lua_Number)(int64_t)v;
+            i += n;
+        }
+    }
+    /* The result fits FORMAT_OUT: each conversion writes at most 99 (width) + 17 bytes. */
+    if (!fast || flen + (size_t)(arg - 1) * 116 > FORMAT_OUT)
+        return lua_tocfunction(L, lua_upvalueindex(1))(L);
+    char out[FORMAT_OUT], *o = out;
+    arg = 1;
+    for (size_t i = 0; i < flen; i++) {
+        if (f[i] != '%') {
+            *o++ = f[i];
+            continue;
+        }
+        if (f[i + 1] == '%') {
+            *o++ = '%';
+            i++;
+            continue;
+        }
+        struct int_spec sp;
+        i += int_spec_at(f + i + 1, f + flen, &sp);
+        int64_t v = (int64_t)lua_tonumber(L, ++arg);
+        char digits[24];
+        size_t nd = util_fmt_i64(digits, v < 0 ? -v : v);
+        int pad = sp.width - (int)nd - (v < 0);
+        if (!sp.zero)
+            for (; pad > 0; pad--)
+                *o++ = ' ';
+        if (v < 0)
+            *o++ = '-';
+        for (; pad > 0; pad--)
+            *o++ = '0';
+        memcpy(o, digits, nd);
+        o += nd;
+    }
+    lua_pushlstring(L, out, (size_t)(o - out));
+    return 1;
+}
+
 /* pcall as Redis 7 replaces it: a caught error table with an err field (what redis.call raises)
  * comes back as its err string. */
 static int l_pcall_global(lua_State *L)
@@ -480,7 +648,7 @@ static int l_pcall_global(lua_State *L)
     lua_pushboolean(L, 1);
     lua_insert(L, 1);
     if (lua_pcall(L, argc - 1, LUA_MULTRET, 0) != 0) {
-        if (atomic_load_explicit(&engine_of(L)->kill, memory_order_relaxed))
+        if (killed(engine_of(L)))
             return lua_error(L); /* a killed script cannot catch its own end */
         lua_remove(L, 1);
         if (lua_istable(L, -1)) {
@@ -503,23 +671,47 @@ static int l_xpcall_global(lua_State *L)
     lua_settop(L, 2);
     lua_insert(L, 1); /* handler under f */
     int rc = lua_pcall(L, 0, LUA_MULTRET, 1);
-    if (rc != 0 && atomic_load_explicit(&engine_of(L)->kill, memory_order_relaxed))
+    if (rc != 0 && killed(engine_of(L)))
         return lua_error(L);
     lua_pushboolean(L, rc == 0);
     lua_replace(L, 1);
     return lua_gettop(L);
 }
 
-/* Every HOOK_EVERY instructions: stop if killed. After a kill it fires on every instruction,
- * so the error is raised again wherever the script goes. */
+/* Stopping a script. A script runs without a hook, so the VM checks nothing per instruction.
+ * SCRIPT KILL (script_kill, on another thread) names the run to stop and sends KILL_SIGNAL to
+ * the state's thread; the handler, on that thread, installs kill_hook with a count of 1 if that
+ * run is still the one running (lua_sethook may be called asynchronously, as from a signal
+ * handler: Lua's own interpreter stops a script on SIGINT this way). The hook fires at the
+ * next instruction and on every one after, so the error is raised again wherever the script
+ * goes; the next run starts with the hook removed. */
+#define KILL_SIGNAL (SIGRTMIN + 1)
+
 static void kill_hook(lua_State *L, lua_Debug *ar)
 {
     (void)ar;
-    if (!atomic_load_explicit(&engine_of(L)->kill, memory_order_relaxed))
-        return;
-    lua_sethook(L, kill_hook, LUA_MASKCOUNT, 1);
+    if (!killed(engine_of(L)))
+        return; /* a hook left from an earlier run: removed when the next one starts */
     push_error(L, KILLED_TEXT, sizeof(KILLED_TEXT) - 1);
     lua_error(L);
+}
+
+static void on_kill_signal(int signum)
+{
+    (void)signum;
+    struct engine *e = tl_engine;
+    if (e != NULL && killed(e))
+        lua_sethook(e->L, kill_hook, LUA_MASKCOUNT, 1);
+}
+
+static void install_kill_signal(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_kill_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(KILL_SIGNAL, &sa, NULL);
 }
 
 /* ---- math.random as Redis's: rand48 seeded with 0, one sequence per thread's state (Redis
@@ -762,6 +954,11 @@ static int open_libs(lua_State *L)
         else
             lua_pop(L, 1);
     }
+    lua_getglobal(L, LUA_STRLIBNAME);
+    lua_getfield(L, -1, "format");
+    lua_pushcclosure(L, l_format, 1);
+    lua_setfield(L, -2, "format");
+    lua_pop(L, 1);
     lua_getglobal(L, LUA_MATHLIBNAME);
     lua_pushcfunction(L, l_random);
     lua_setfield(L, -2, "random");
@@ -795,6 +992,9 @@ static int open_libs(lua_State *L)
         lua_getglobal(L, visible[i]);
         lua_setfield(L, w, visible[i]);
     }
+    lua_getfield(L, w, "tonumber");
+    lua_pushcclosure(L, l_tonumber, 1);
+    lua_setfield(L, w, "tonumber");
     lua_pushcfunction(L, l_rawset);
     lua_setfield(L, w, "rawset");
     lua_pushcfunction(L, l_pcall_global);
@@ -911,12 +1111,54 @@ static int err_handler(lua_State *L)
     return 1;
 }
 
+static struct fn_slot *fn_slot_of(struct engine *e, const char *sha)
+{
+    char c = sha[0];
+    return &e->fns[(c <= '9' ? c - '0' : c - 'a' + 10) & (FN_SLOTS - 1)];
+}
+
+/* The slot of sha, filled from the registry's tables if need be, or NULL if this engine has
+ * not compiled sha (since the last SCRIPT FLUSH). */
+static struct fn_slot *fn_find(struct engine *e, const char *sha)
+{
+    struct fn_slot *slot = fn_slot_of(e, sha);
+    if (slot->ref != 0 && memcmp(slot->sha, sha, 40) == 0)
+        return slot;
+    lua_State *L = e->L;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->flags_ref);
+    lua_getfield(L, -1, sha);
+    int flags = lua_isnumber(L, -1) ? (int)lua_tointeger(L, -1) : -1;
+    lua_pop(L, 2);
+    if (flags < 0)
+        return NULL;
+    if (slot->ref != 0)
+        luaL_unref(L, LUA_REGISTRYINDEX, slot->ref);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->fns_ref);
+    lua_getfield(L, -1, sha);
+    slot->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pop(L, 1);
+    memcpy(slot->sha, sha, 40);
+    slot->flags = flags;
+    return slot;
+}
+
+/* Forgets every slot (SCRIPT FLUSH). */
+static void fn_slots_clear(struct engine *e)
+{
+    for (int i = 0; i < FN_SLOTS; i++) {
+        if (e->fns[i].ref != 0)
+            luaL_unref(e->L, LUA_REGISTRYINDEX, e->fns[i].ref);
+        e->fns[i].ref = 0;
+    }
+}
+
 static struct engine *engine_get(void)
 {
     struct engine *e = tl_engine;
     if (e == NULL) {
         e = xcalloc(1, sizeof(*e));
         rbuf_init(&e->reply);
+        script_pool_init(&e->pool);
         e->L = lua_newstate(lua_alloc, e);
         if (e->L == NULL)
             abort();
@@ -925,8 +1167,22 @@ static struct engine *engine_get(void)
             abort(); /* only out of memory, far below the limit: nothing sane to do */
         lua_pushcfunction(e->L, err_handler);
         e->handler_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+        lua_pushliteral(e->L, "err");
+        e->err_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+        lua_pushliteral(e->L, "ok");
+        e->ok_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+        lua_pushliteral(e->L, "KEYS");
+        e->keys_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+        lua_pushliteral(e->L, "ARGV");
+        e->argv_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+        /* The collector keeps Lua's (and Redis's) pause of 200%: a longer pause saves a little
+         * marking per call but lets garbage take the room a script has under SCRIPT_MEM_LIMIT
+         * (Lua 5.1 does not collect before failing an allocation). */
         e->gen = script_cache_generation();
+        e->thread = pthread_self();
         rand48_seed(e, 0);
+        static pthread_once_t signal_once = PTHREAD_ONCE_INIT;
+        pthread_once(&signal_once, install_kill_signal);
         pthread_mutex_lock(&engines_lock);
         e->next = engines;
         engines = e;
@@ -936,6 +1192,7 @@ static struct engine *engine_get(void)
     uint64_t gen = script_cache_generation();
     if (e->gen != gen) {
         /* SCRIPT FLUSH since this state compiled: drop its functions. */
+        fn_slots_clear(e);
         lua_newtable(e->L);
         lua_rawseti(e->L, LUA_REGISTRYINDEX, e->fns_ref);
         lua_newtable(e->L);
@@ -949,12 +1206,8 @@ static struct engine *engine_get(void)
 
 int script_lookup(const char *sha)
 {
-    struct engine *e = engine_get();
-    lua_rawgeti(e->L, LUA_REGISTRYINDEX, e->flags_ref);
-    lua_getfield(e->L, -1, sha);
-    int flags = lua_isnumber(e->L, -1) ? (int)lua_tointeger(e->L, -1) : -1;
-    lua_pop(e->L, 2);
-    return flags;
+    struct fn_slot *slot = fn_find(engine_get(), sha);
+    return slot != NULL ? slot->flags : -1;
 }
 
 int script_compile(const char *sha, const char *body, size_t len, struct rbuf *out)
@@ -999,44 +1252,45 @@ int script_compile(const char *sha, const char *body, size_t len, struct rbuf *o
     return (int)flags;
 }
 
-static void set_array(lua_State *L, int w, const char *name, char **v, const size_t *lens, int n)
+/* Sets W[name] (name a registry reference to the interned key) to a new array of v. */
+static void set_array(lua_State *L, int w, int name, char **v, const size_t *lens, int n)
 {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, name);
     lua_createtable(L, n, 0);
     for (int i = 0; i < n; i++) {
         lua_pushlstring(L, v[i], lens[i]);
         lua_rawseti(L, -2, i + 1);
     }
-    lua_setfield(L, w, name);
+    lua_rawset(L, w);
 }
 
-void script_run(const char *sha, struct script_hold *h, char **keys, const size_t *klens,
-                int nkeys, char **args, const size_t *alens, int nargs, struct rbuf *out)
+void script_run(const char *sha, struct script_hold *h, int64_t start_ns, char **keys,
+                const size_t *klens, int nkeys, char **args, const size_t *alens, int nargs,
+                struct rbuf *out)
 {
     struct engine *e = engine_get();
     lua_State *L = e->L;
     int base = lua_gettop(L);
     lua_rawgeti(L, LUA_REGISTRYINDEX, e->globals_ref);
-    set_array(L, base + 1, "KEYS", keys, klens, nkeys);
-    set_array(L, base + 1, "ARGV", args, alens, nargs);
+    set_array(L, base + 1, e->keys_ref, keys, klens, nkeys);
+    set_array(L, base + 1, e->argv_ref, args, alens, nargs);
     lua_pop(L, 1);
     lua_rawgeti(L, LUA_REGISTRYINDEX, e->handler_ref);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, e->fns_ref);
-    lua_getfield(L, -1, sha);
-    lua_remove(L, -2);
+    struct fn_slot *slot = fn_find(e, sha); /* the caller looked it up: never NULL */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, slot->ref);
     e->sha = sha;
     e->hold = h;
     e->handled = 0;
     atomic_store(&e->wrote, 0);
-    atomic_store(&e->kill, 0);
-    lua_sethook(L, kill_hook, LUA_MASKCOUNT, HOOK_EVERY);
-    pthread_mutex_lock(&engines_lock); /* SCRIPT KILL sees start and flags together */
-    atomic_store(&e->run_start, clock_mono_ns());
-    pthread_mutex_unlock(&engines_lock);
+    lua_sethook(L, NULL, 0, 0); /* a kill's hook from an earlier run; before run_start */
+    int64_t start = start_ns;
+    if (start <= e->last_start)
+        start = e->last_start + 1;
+    e->last_start = e->cur_start = start;
+    atomic_store(&e->run_start, start); /* after wrote: SCRIPT KILL reads them in this order */
     int rc = lua_pcall(L, 0, 1, base + 1);
-    pthread_mutex_lock(&engines_lock);
     atomic_store(&e->run_start, 0);
-    atomic_store(&e->kill, 0);
-    pthread_mutex_unlock(&engines_lock);
+    e->cur_start = 0;
     e->hold = NULL;
     if (rc == 0) {
         lua_to_reply(L, -1, out, 0);
@@ -1073,12 +1327,14 @@ int script_kill(int64_t older_than_ns, int force)
     pthread_mutex_lock(&engines_lock);
     for (struct engine *e = engines; e != NULL; e = e->next) {
         int64_t start = atomic_load(&e->run_start);
-        if (start == 0 || now - start < older_than_ns || atomic_load(&e->kill))
+        if (start == 0 || now - start < older_than_ns || atomic_load(&e->kill_start) == start)
             continue;
         if (atomic_load(&e->wrote) && !force) {
             unkillable++;
         } else {
-            atomic_store(&e->kill, 1);
+            atomic_store(&e->kill_start, start);
+            if (!e->thread_gone)
+                pthread_kill(e->thread, KILL_SIGNAL);
             killed++;
         }
     }
@@ -1106,6 +1362,14 @@ uint64_t script_engine_memory(void)
     return sum < 0 ? 0 : (uint64_t)sum;
 }
 
+void script_thread_exit(void)
+{
+    pthread_mutex_lock(&engines_lock);
+    if (tl_engine != NULL)
+        tl_engine->thread_gone = 1;
+    pthread_mutex_unlock(&engines_lock);
+}
+
 void script_engine_free_all(void)
 {
     pthread_mutex_lock(&engines_lock);
@@ -1115,6 +1379,7 @@ void script_engine_free_all(void)
     while (e != NULL) {
         struct engine *next = e->next;
         lua_close(e->L);
+        script_pool_free(&e->pool);
         rbuf_free(&e->reply);
         free(e->argv);
         free(e->lens);

@@ -23,6 +23,7 @@
 #include "rlimitd/log.h"
 #include "rlimitd/notify.h"
 #include "server_internal.h"
+#include "signals.h"
 
 #define CRON_MS 100
 #define EXPIRE_BUCKETS_PER_SHARD 64
@@ -220,7 +221,7 @@ static void cron(uv_timer_t *timer)
 
 /* ---- cross-thread wake-ups ---- */
 
-static uv_signal_t sig_term, sig_int, sig_hup;
+static uv_signal_t sig_hup;
 
 /* Clients that do not take their last replies within this time are closed anyway. */
 #define SHUTDOWN_GRACE_MS 2000
@@ -268,10 +269,6 @@ static void on_wakeup(uv_async_t *a)
     }
     uv_close((uv_handle_t *)&t->wakeup, NULL);
     if (t->index == 0) {
-        if (!uv_is_closing((uv_handle_t *)&sig_term))
-            uv_close((uv_handle_t *)&sig_term, NULL);
-        if (!uv_is_closing((uv_handle_t *)&sig_int))
-            uv_close((uv_handle_t *)&sig_int, NULL);
         if (!uv_is_closing((uv_handle_t *)&sig_hup))
             uv_close((uv_handle_t *)&sig_hup, NULL);
     }
@@ -473,14 +470,25 @@ static void on_sighup(uv_signal_t *h, int signum)
     notify_send("READY=1\nSTATUS=Ready to accept connections");
 }
 
-static void on_signal(uv_signal_t *h, int signum)
+/* On the signal watcher's thread (signals.h), so a script running on any I/O thread, 0
+ * included, cannot hold it up. */
+static void on_stop_signal(void *ud, int signum, int count)
 {
-    struct server *srv = h->data;
-    log_warning("Received %s, scheduling shutdown...", signum == SIGINT ? "SIGINT" : "SIGTERM");
-    /* A script that has not written is stopped, as SCRIPT KILL would; one that wrote runs to
-     * its end first (its effects would be saved half done). The signal is handled on thread 0:
-     * while a script runs there, shutdown starts when it ends. */
-    cmd_scripts_stop_unwritten();
+    struct server *srv = ud;
+    const char *name = signum == SIGINT ? "SIGINT" : "SIGTERM";
+    if (count == 1) {
+        log_warning("Received %s, scheduling shutdown...", name);
+        /* A script that has not written is stopped, as SCRIPT KILL would; one that wrote runs
+         * to its end first (its effects would be saved half done). */
+        cmd_scripts_stop_unwritten();
+    } else {
+        /* Asked again: stop every script, as SHUTDOWN NOSAVE does, and save nothing (a script
+         * stopped halfway must not reach the snapshot). */
+        log_warning("Received %s again: stopping every script, without the final snapshot",
+                    name);
+        atomic_store(&srv->signal_nosave, 1);
+        cmd_scripts_stop_all();
+    }
     request_stop(srv);
 }
 
@@ -830,11 +838,10 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
         if (thread_setup(srv, &srv->threads[i]) != 0)
             goto out;
     }
-    uv_signal_init(&srv->threads[0].loop, &sig_term);
-    uv_signal_init(&srv->threads[0].loop, &sig_int);
-    sig_term.data = sig_int.data = srv;
-    uv_signal_start(&sig_term, on_signal, SIGTERM);
-    uv_signal_start(&sig_int, on_signal, SIGINT);
+    if (sigwatch_start(on_stop_signal, srv) != 0) {
+        log_warning("Could not start the signal thread: %s", strerror(errno));
+        goto out;
+    }
     uv_signal_init(&srv->threads[0].loop, &sig_hup);
     sig_hup.data = srv;
     uv_signal_start(&sig_hup, on_sighup, SIGHUP);
@@ -849,6 +856,8 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
         pthread_join(srv->threads[i].tid, NULL);
     rc = 0;
     /* Every loop has stopped: the snapshot holds every answered command (SNAPSHOT.md). */
+    if (atomic_load(&srv->signal_nosave))
+        srv->final_save = 0;
     if (persist != NULL) {
         persist_wait(persist);
         /* SHUTDOWN already saved; save again only if commands changed state meanwhile. */
@@ -865,6 +874,7 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
         }
     }
     log_notice("rlimitd is now ready to exit, bye bye...");
+    sigwatch_stop();
 
 out:
     for (int i = 0; i < srv->nthreads; i++) {

@@ -23,6 +23,7 @@ struct server {
     struct persist *persist;
     const char *config_file;        /* re-read on SIGHUP; NULL without -c */
     int final_save;                 /* 0 after SHUTDOWN NOSAVE */
+    _Atomic int signal_nosave;      /* a second SIGTERM/SIGINT: no final snapshot */
     int saved_before_stop;          /* SHUTDOWN saved before stopping the loops ... */
     uint64_t saved_dirty;           /* ... at this write count */
     int tcp_fds[CONF_MAX_THREADS][CONF_MAX_BIND]; /* per thread, per address: SO_REUSEPORT sockets */

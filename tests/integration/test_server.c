@@ -619,8 +619,9 @@ Test(server, errors_quoting_input_stay_one_line)
 
 /* ---- io-sched-policy ---- */
 
-/* Scheduling policy of every thread of pid (field 41 of /proc/PID/task/TID/stat): how many run
- * as SCHED_BATCH, out of *total, and the main thread's (I/O thread 0) in *main_policy. */
+/* Scheduling policy of every I/O thread of pid, which is every thread but the signal watcher
+ * (field 41 of /proc/PID/task/TID/stat): how many run as SCHED_BATCH, out of *total, and the
+ * main thread's (I/O thread 0) in *main_policy. */
 static int count_batch_threads(pid_t pid, int *main_policy, int *total)
 {
     char dir[64];
@@ -639,6 +640,17 @@ static int count_batch_threads(pid_t pid, int *main_policy, int *total)
         long long policy = it_proc_stat_field(path, 41);
         if (policy < 0)
             continue; /* a thread that ended meanwhile */
+        /* The signal watcher (net/signals.c) is not an I/O thread. */
+        char comm_path[64 + sizeof(de->d_name) + 8], comm[32] = "";
+        snprintf(comm_path, sizeof(comm_path), "%s/%s/comm", dir, de->d_name);
+        FILE *f = fopen(comm_path, "r");
+        if (f != NULL) {
+            if (fgets(comm, sizeof(comm), f) == NULL)
+                comm[0] = '\0';
+            fclose(f);
+        }
+        if (strcmp(comm, "rlimitd-signals\n") == 0)
+            continue;
         batch += policy == SCHED_BATCH;
         (*total)++;
         if (atoi(de->d_name) == (int)pid)

@@ -8,6 +8,7 @@ the case, the command and both replies. A case may touch only keys it declares i
 refuses undeclared keys (docs/COMMANDS.md, Scripting), Redis does not.
 
     scripting_diff.py RLIMITD_BINARY"""
+import os
 import sys
 
 from resp import Server
@@ -190,6 +191,36 @@ CASES = {
                             ev("return {math.floor(3.7), math.max(1,5,3), math.huge > 0}"),
                             ev("return tonumber('0x10')"), ev("return unpack({1,2,3})"),
                             ev("return select('#', 1, 2, 3)")],
+    # tonumber: the integer shortcut and everything it hands on to Lua's own function.
+    "tonumber": [ev("return {type(tonumber(ARGV[1])), tostring(tonumber(ARGV[1]))}", (), [a])
+                 for a in ["12", "-0", "007", "-42", "123456789012345", "-123456789012345",
+                           "1234567890123456", "12345678901234567890", " 12", "12 ", "+5",
+                           "-", "", "1e3", "0x1F", "1.5", "--1", "12a", "inf", "nan", "\t7\n",
+                           "9007199254740993"]] +
+                [ev("return tonumber()"), ev("return tonumber(nil)"), ev("return tonumber({})"),
+                 ev("return tonumber('ff', 16)"), ev("return tonumber('12', 99)"),
+                 ev("return tonumber('12', nil)"), ev("return tonumber(12.5)"),
+                 ev("return tonumber('z', 36)"), ev("return tonumber('12', 'x')"),
+                 ev("return tostring(-tonumber('0'))"), ev("return 1/tonumber('-0') < 0")],
+    # string.format: the integer shortcut and everything it hands on to Lua's own function.
+    "string.format": [ev("return string.format(ARGV[1], 7, -42, 0, 123456789012345)", (), [f])
+                      for f in ["%d", "%d %d %d %d", "%05d|%5d|%02d|%1d", "%09d%09d", "%d%%",
+                                "x%%%d%%y", "%010d", "%-5d|", "%+d", "% d", "%#x", "%5.2d",
+                                "%100d", "%00d", "%001d", "%0001d", "%", "abc%", "%s", "%i",
+                                "%d%d%d%d%d", "%99d", "%-05d"]] +
+                     [ev("return string.format('%d', ARGV[1])", (), [a])
+                      for a in ["12", "x", "1.5"]] +
+                     [ev("return string.format('%d|%05d', " + v + ", " + v + ")")
+                      for v in ["-0", "0/0", "1/0", "-1/0", "2^53", "-2^53", "2^53-1",
+                                "-(2^53-1)", "2^63", "3.7", "-3.7", "1e15", "-1e15"]] +
+                     [ev("return string.format()"), ev("return string.format(5)"),
+                      ev("return ('%03d'):format(5)"), ev("return string.format('%d')"),
+                      ev("return string.format('%d', nil)"), ev("return string.format('%d', {})"),
+                      ev("return string.format('%d%s', 1, 'a\0b')"),
+                      ev("local t = {} for i = 1, 300 do t[i] = i end "
+                         "return string.format(string.rep('%03d', 300), unpack(t))"),
+                      ev("return string.format(string.rep('%99d', 10), 1, 2, 3, 4, 5, 6, 7, 8, "
+                         "9, 10)")],
     # ---- shebang, EVAL_RO ----
     "shebang": [ev("#!lua\nreturn 1"), ev("#!lua flags=no-writes\nreturn redis.call('set',"
                                           "KEYS[1],'b')", ["s:1"]),
@@ -245,6 +276,28 @@ CASES = {
                          ev("return redis.call('set',KEYS[1],'v','PX','100000','NX')",
                             ["lim:2"])],
 }
+
+
+def redis_rate(key, burst, rate, period, cost):
+    """go-redis/redis_rate's GCRA script (redis_rate.lua) run whole inside a wrapper that rounds
+    what depends on the clock: with periods of hours, the microseconds between two calls never
+    change the rounded numbers, so both servers must answer alike."""
+    wrapped = ("local function allow()\n" + REDIS_RATE + "\nend\n"
+               "local r = allow()\n"
+               "return {r[1], r[2], math.ceil(tonumber(r[3])), math.ceil(tonumber(r[4])), "
+               "redis.call('ttl', KEYS[1])}")
+    return ev(wrapped, [key], [str(burst), str(rate), str(period), str(cost)])
+
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "redis_rate.lua")) as f:
+    REDIS_RATE = f.read()
+CASES["redis_rate"] = (
+    [redis_rate("rr:1", 3, 1, 3600, 1) for _ in range(5)] +
+    [redis_rate("rr:2", 10, 5, 7200, 4) for _ in range(4)] +
+    [redis_rate("rr:3", 5, 1, 3600, 0), redis_rate("rr:3", 5, 1, 3600, 6),
+     redis_rate("rr:3", 5, 1, 3600, 5), redis_rate("rr:3", 5, 1, 3600, 0),
+     redis_rate("rr:3", 5, 1, 3600, 1)] +
+    [ev("return redis.replicate_commands()")])
 
 
 def main():

@@ -400,8 +400,10 @@ def t_busy_and_kill(srv):
         body = "while true do end"
         a.send("EVAL", body, "1", "busy:k")
         wait_busy(b, "busy:k")
-        check(b.value("SET", "busy:other", "1") == b"OK", "other keys keep being served")
-        check(b.value("EVAL", "return redis.call('incr', KEYS[1])", "1", "busy:other2") == 1,
+        check(b.value("SET", free_key(b, "busy:other"), "1") == b"OK",
+              "other keys keep being served")
+        check(b.value("EVAL", "return redis.call('incr', KEYS[1])", "1",
+                      free_key(b, "busy:other2")) == 1,
               "other scripts keep running")
         check(b.call("SCRIPT", "KILL") == b"+OK\r\n", "SCRIPT KILL")
         sha = parse(b.call("SCRIPT", "LOAD", body))
@@ -419,33 +421,155 @@ def t_busy_and_kill(srv):
         c.value("CONFIG", "SET", "busy-reply-threshold", "5000")
 
 
-def t_unkillable_then_shutdown_nosave(_srv):
-    """A script that wrote cannot be killed; SHUTDOWN NOSAVE still stops the server."""
-    srv = Server("rlimitd", BIN, ["--threads", "2", "--busy-reply-threshold", "200"])
+def free_key(b, prefix):
+    """A key whose shard the busy script does not hold (GET answers at once, not BUSY): keys
+    hash to shards with a per-process seed, so any fixed name may share the script's shard."""
+    for i in range(64):
+        k = "%s:%d" % (prefix, i)
+        if b.call("GET", k) != BUSY:
+            return k
+    raise AssertionError("every candidate key answered BUSY")
+
+
+def t_no_cmsgpack_or_struct(srv):
+    """Redis 7.0 bundles cmsgpack and struct; rlimitd does not (docs/COMMANDS.md, Scripting):
+    reading them is the nonexistent-global error, and the bundled libraries Debian has are
+    there."""
+    c = srv.conn()
+    for name in ("cmsgpack", "struct"):
+        r = c.call("EVAL", "return type(%s)" % name, "0")
+        check(r.startswith(b"-ERR user_script:1: Script attempted to access nonexistent global "
+                           b"variable '%s'" % name.encode()), "%s: %r" % (name, r))
+    check(c.value("EVAL", "return {type(cjson), type(bit)}", "0") == [b"table", b"table"],
+          "cjson and bit")
+
+
+def t_exec_on_a_busy_shard(srv):
+    """EXEC whose queued commands touch a key of a shard a script has held past
+    busy-reply-threshold answers as Redis does while busy (EXECABORT ... BUSY, the transaction
+    discarded) instead of waiting for the script; one on other keys runs."""
+    c = srv.conn()
+    check(c.value("CONFIG", "SET", "busy-reply-threshold", "200") == b"OK", "set threshold")
+    a, b = find_other_thread_pair(srv)
     try:
-        a, b = find_other_thread_pair(srv)
-        a.send("EVAL", "redis.call('set', KEYS[1], '1') while true do end", "1", "uk:k")
-        wait_busy(b, "uk:k")
-        check(b.call("SCRIPT", "KILL") == UNKILLABLE, "UNKILLABLE")
-        r = b.call("SHUTDOWN")
-        check(r == BUSY, "SHUTDOWN (saving) refused while busy: %r" % r)
-        b.send("SHUTDOWN", "NOSAVE")
+        a.send("EVAL", "while true do end", "1", "bx:k")
+        wait_busy(b, "bx:k")
+        other = free_key(b, "bx:other")
+        check(b.value("MULTI") == b"OK", "MULTI")
+        check(b.call("SET", other, "1") == b"+QUEUED\r\n", "queued")
+        check(b.value("EXEC") == [b"OK"], "EXEC on free shards runs")
+        check(b.value("MULTI") == b"OK", "MULTI")
+        check(b.call("SET", other, "2") == b"+QUEUED\r\n", "queued")
+        check(b.call("SET", "bx:k", "1") == b"+QUEUED\r\n", "queued")
+        r = b.call("EXEC")
+        check(r == b"-EXECABORT Transaction discarded because of: " + BUSY[1:], "EXEC: %r" % r)
+        check(b.call("EXEC") == b"-ERR EXEC without MULTI\r\n", "the transaction is gone")
+        check(b.call("SCRIPT", "KILL") == b"+OK\r\n", "SCRIPT KILL")
+        check(b"Script killed by user" in a.raw(), "killed")
+        check(b.value("GET", "bx:k") is None and b.value("GET", other) == b"1",
+              "nothing of the aborted transaction ran")
+    finally:
+        c.value("CONFIG", "SET", "busy-reply-threshold", "5000")
+
+
+def t_unkillable_then_shutdown_nosave(_srv):
+    """A script that wrote cannot be killed; SHUTDOWN NOSAVE still stops the server. Run with
+    the script on each of two connections served by different I/O threads in turn (threads 2),
+    so once it runs on thread 0, the one that also watches the listeners and the cron."""
+    for swap in (False, True):
+        srv = Server("rlimitd", BIN, ["--threads", "2", "--busy-reply-threshold", "200"])
         try:
-            b.raw()
-        except (ConnectionError, OSError):
-            pass
+            a, b = find_other_thread_pair(srv)
+            if swap:
+                a, b = b, a
+            a.send("EVAL", "redis.call('set', KEYS[1], '1') while true do end", "1", "uk:k")
+            wait_busy(b, "uk:k")
+            check(b.call("SCRIPT", "KILL") == UNKILLABLE, "UNKILLABLE")
+            r = b.call("SHUTDOWN")
+            check(r == BUSY, "SHUTDOWN (saving) refused while busy: %r" % r)
+            b.send("SHUTDOWN", "NOSAVE")
+            try:
+                b.raw()
+            except (ConnectionError, OSError):
+                pass
+            srv.proc.wait(30)
+            check(srv.proc.returncode is not None, "server exited")
+        finally:
+            report = srv.stop()
+        check(not report, "sanitizer report:\n" + report[:4000])
+
+
+def cpu_ticks(pid):
+    """utime + stime of a process, all threads (fields 14 and 15 of /proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def wait_spinning(srv, ticks=20):
+    """Waits (bounded) until the server has burnt `ticks` more CPU ticks: an idle server uses
+    next to none, so the script sent just before is running."""
+    start = cpu_ticks(srv.pid())
+    deadline = time.monotonic() + 60
+    while cpu_ticks(srv.pid()) - start < ticks:
+        check(time.monotonic() < deadline, "the script never ran")
+        time.sleep(0.02)
+
+
+def t_sigterm_during_script_on_thread0(_srv):
+    """With one I/O thread every script runs on thread 0, whose loop cannot read anything
+    while the script runs: SIGTERM is answered on a thread of its own. A script that has not
+    written is stopped and the server saves and exits; one that wrote runs on after the first
+    SIGTERM, and a second one stops it and the server exits without saving."""
+    srv = Server("rlimitd", BIN, ["--threads", "1"])
+    try:
+        a = srv.conn()
+        a.send("EVAL", "while true do end", "1", "st:k")
+        wait_spinning(srv)
+        srv.proc.terminate()
         srv.proc.wait(30)
-        check(srv.proc.returncode is not None, "server exited")
+        check(srv.proc.returncode == 0, "exit status %r" % srv.proc.returncode)
+        check(b"Script killed by user" in a.raw(), "the script was stopped")
+        check(os.path.exists(os.path.join(srv.dir, "rlimitd.snap")), "final snapshot saved")
+    finally:
+        report = srv.stop()
+    check(not report, "sanitizer report:\n" + report[:4000])
+
+    srv = Server("rlimitd", BIN, ["--threads", "1"])
+    try:
+        a = srv.conn()
+        a.send("EVAL", "redis.call('set', KEYS[1], '1') while true do end", "1", "st:k")
+        wait_spinning(srv)
+        srv.proc.terminate()
+        wait_log(srv, "Received SIGTERM, scheduling shutdown")
+        check(srv.alive(), "a script that wrote runs on after the first SIGTERM")
+        srv.proc.terminate()
+        srv.proc.wait(30)
+        check(srv.proc.returncode == 0, "exit status %r" % srv.proc.returncode)
+        check(b"Script killed by user" in a.raw(), "the script was stopped")
+        check(not os.path.exists(os.path.join(srv.dir, "rlimitd.snap")),
+              "no snapshot of a script stopped halfway")
     finally:
         report = srv.stop()
     check(not report, "sanitizer report:\n" + report[:4000])
 
 
+def wait_log(srv, text):
+    deadline = time.monotonic() + 60
+    while True:
+        with open(srv.log, errors="replace") as f:
+            if text in f.read():
+                return
+        check(time.monotonic() < deadline, "no %r in the log" % text)
+        time.sleep(0.02)
+
+
 TESTS = [t_declared_keys, t_atomic_counter, t_multi_key_no_deadlock, t_one_clock,
          t_limiters_from_scripts, t_commandstats, t_redis_log, t_parallel_threads,
          t_same_shard_serialises, t_hostile, t_many_scripts, t_maxmemory,
-         t_scripts_shared_across_threads, t_multi_exec, t_busy_and_kill,
-         t_unkillable_then_shutdown_nosave]
+         t_scripts_shared_across_threads, t_multi_exec, t_busy_and_kill, t_no_cmsgpack_or_struct,
+         t_exec_on_a_busy_shard,
+         t_unkillable_then_shutdown_nosave, t_sigterm_during_script_on_thread0]
 
 
 def main():
