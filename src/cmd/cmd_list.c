@@ -227,13 +227,21 @@ static int clamp_range(int64_t start, int64_t end, size_t n, size_t *from, size_
     return 1;
 }
 
+/* LRANGE and LTRIM: start and end (arguments 2 and 3), then the list opened in mode; -1 when
+ * an error was replied. */
+static int open_with_range(struct cmd_ctx *x, int mode, int64_t *start, int64_t *end,
+                           struct ks_lref *r)
+{
+    if (arg_i64(x, 2, start) != 0 || arg_i64(x, 3, end) != 0)
+        return -1;
+    return open_list(x, mode, r);
+}
+
 static void cmd_lrange(struct cmd_ctx *x)
 {
     int64_t start, end;
-    if (arg_i64(x, 2, &start) != 0 || arg_i64(x, 3, &end) != 0)
-        return;
     struct ks_lref r;
-    if (open_list(x, KS_H_READ, &r) != 0)
+    if (open_with_range(x, KS_H_READ, &start, &end, &r) != 0)
         return;
     size_t from, to;
     if (r.l == NULL || !clamp_range(start, end, lv_count(r.l), &from, &to)) {
@@ -251,10 +259,8 @@ static void cmd_lrange(struct cmd_ctx *x)
 static void cmd_ltrim(struct cmd_ctx *x)
 {
     int64_t start, end;
-    if (arg_i64(x, 2, &start) != 0 || arg_i64(x, 3, &end) != 0)
-        return;
     struct ks_lref r;
-    if (open_list(x, KS_H_WRITE, &r) != 0)
+    if (open_with_range(x, KS_H_WRITE, &start, &end, &r) != 0)
         return;
     if (r.l == NULL) {
         close_list(x, &r, 0);
