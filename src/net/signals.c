@@ -26,7 +26,6 @@ static void on_signal(int signum)
 static void *watch(void *arg)
 {
     (void)arg;
-    pthread_setname_np(pthread_self(), SIGWATCH_THREAD_NAME);
     int count = 0;
     for (;;) {
         unsigned char b;
@@ -64,6 +63,9 @@ int sigwatch_start(void (*on_stop)(void *ud, int signum, int count), void *ud)
         errno = err;
         return -1;
     }
+    /* Named here, not by the thread itself: the name is then in place before the server says it
+     * is ready, so whoever lists the daemon's threads (tests, ps -L) can tell it apart at once. */
+    pthread_setname_np(watcher, SIGWATCH_THREAD_NAME);
     set_action(on_signal);
     return 0;
 }

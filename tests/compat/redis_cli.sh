@@ -35,8 +35,8 @@ check_eq "one-shot CL.THROTTLE (COMMANDS.md, CL.THROTTLE first reply)" \
 check_eq "one-shot ISALLOWED" "$(cli ISALLOWED alice login 60 3)" "1"
 check_eq "one-shot PTTL of the window key is positive" \
     "$(v=$(cli PTTL 'hist:{alice}:login'); ((v > 0 && v <= 60000)) && echo yes || echo "$v")" "yes"
-check_eq "one-shot unknown command: Redis's text" "$(cli LPUSH l 1 | head -1)" \
-    "ERR unknown command 'LPUSH', with args beginning with: 'l' '1' "
+check_eq "one-shot unknown command: Redis's text" "$(cli SADD s 1 | head -1)" \
+    "ERR unknown command 'SADD', with args beginning with: 's' '1' "
 check_eq "one-shot HELLO 3: NOPROTO" "$(cli HELLO 3 | head -1)" \
     "NOPROTO unsupported protocol version"
 for i in 1 2 3; do cli SET "cli:$i" "$i" >/dev/null; done
