@@ -6,8 +6,16 @@
  * patch, so rlimitd gets the same behaviour from proxies: the globals table every script sees
  * (LUA_GLOBALSINDEX, also _G) is an empty table whose metatable reads from a whitelist of
  * Redis 7.0's globals and refuses new or unknown names, and each library table (string, math,
- * table, redis, cjson, bit, coroutine) is likewise an empty proxy over the real one. rawset and
- * setmetatable refuse the proxies. Bytecode never loads: loadstring and load compile text only.
+ * table, redis, cjson, bit, coroutine) is likewise an empty proxy over the real one. rawset,
+ * setmetatable and table.insert refuse the proxies and the real tables. Bytecode never loads:
+ * loadstring and load compile text only.
+ *
+ * Proxies cost two table lookups per access, so a script runs without them when its compiled
+ * code shows it cannot write where they guard (script_bytecode.h): without SETGLOBAL its
+ * functions' environment is W itself, and without SETTABLE either and without naming _G, load
+ * or loadstring (the ways to reach G or code not scanned) it is D, W with the real library
+ * tables. Such a script writes tables only through table constructors and C functions, and
+ * the C functions that write a table argument (rawset, setmetatable, table.insert) refuse them.
  *
  * Memory: a counting allocator over the state's own pool (script_pool.h); a state past
  * SCRIPT_MEM_LIMIT gets "not enough memory" (a Lua error, not a dead process), and INFO's
@@ -33,6 +41,7 @@
 #include "rlimitd/log.h"
 #include "rlimitd/util.h"
 #include "rlimitd/reply.h"
+#include "script_bytecode.h"
 #include "script_pool.h"
 
 #define SCRIPT_MEM_LIMIT ((size_t)256 << 20) /* per thread's state */
@@ -60,9 +69,14 @@ struct engine {
     size_t mem_gc;              /* mem after the last full collection */
     uint64_t gen;               /* script_cache_generation() the functions were compiled under */
     int fns_ref, flags_ref;     /* registry: sha -> function, sha -> shebang flags */
-    int globals_ref;            /* registry: the whitelist the globals proxy reads */
+    int globals_ref;            /* registry: W, the whitelist the globals proxy reads */
+    int direct_ref;             /* registry: W with the real library tables (see open_libs) */
+    const void *g;              /* the globals proxy G */
+    lua_CFunction tinsert;      /* Lua's table.insert, under l_tinsert's check */
     int handler_ref;            /* registry: the error handler */
-    int ro_ref;                 /* registry: set of read-only proxies */
+    int ro_ref;                 /* registry: read-only table -> what it shows (below) */
+    lua_CFunction orig_pairs, orig_next, orig_rawget, orig_getmetatable, orig_foreach,
+        orig_encode;            /* what l_pairs etc. wrap */
     int err_ref, ok_ref;        /* registry: the strings "err" and "ok" */
     int keys_ref, argv_ref;     /* registry: the strings "KEYS" and "ARGV" */
     struct fn_slot fns[FN_SLOTS]; /* by the sha's first hex digit; a subset of fns_ref's */
@@ -787,6 +801,84 @@ static int is_readonly(lua_State *L, int idx)
     return ro;
 }
 
+/* Replaces argument 1, when it is a proxy, with the table it shows: a library proxy its real
+ * table, G the whitelist W. Returns that proxy's kind: 0 none, 1 a library's, 2 G. */
+static int see_through(lua_State *L)
+{
+    if (lua_type(L, 1) != LUA_TTABLE)
+        return 0;
+    struct engine *e = engine_of(L);
+    int kind = lua_topointer(L, 1) == e->g ? 2 : 1;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->ro_ref);
+    lua_pushvalue(L, 1);
+    lua_rawget(L, -2);
+    if (!lua_istable(L, -1)) {
+        lua_pop(L, 2);
+        return 0;
+    }
+    lua_replace(L, 1);
+    lua_pop(L, 1);
+    return kind;
+}
+
+/* The functions that read a table's own contents (not through __index) see through proxies,
+ * so a script reads the globals and libraries as it would in Redis. Each original runs in the
+ * wrapper's frame, with the wrapper's upvalues (copies of its own): errors read the same. */
+static int l_pairs(lua_State *L)
+{
+    see_through(L);
+    return engine_of(L)->orig_pairs(L);
+}
+
+static int l_next(lua_State *L)
+{
+    see_through(L);
+    return engine_of(L)->orig_next(L);
+}
+
+static int l_rawget(lua_State *L)
+{
+    see_through(L);
+    return engine_of(L)->orig_rawget(L);
+}
+
+static int l_foreach(lua_State *L)
+{
+    see_through(L);
+    return engine_of(L)->orig_foreach(L);
+}
+
+static int l_encode(lua_State *L)
+{
+    see_through(L);
+    return engine_of(L)->orig_encode(L);
+}
+
+/* A library table has no metatable; G's stays what its __metatable shows. */
+static int l_getmetatable(lua_State *L)
+{
+    if (lua_gettop(L) >= 1 && lua_type(L, 1) == LUA_TTABLE &&
+        lua_topointer(L, 1) != engine_of(L)->g && see_through(L) != 0) {
+        lua_pushnil(L);
+        return 1;
+    }
+    return engine_of(L)->orig_getmetatable(L);
+}
+
+/* Replaces the C function t[name] (t at idx) with wrapper, keeping the original's upvalues. */
+static lua_CFunction wrap(lua_State *L, int idx, const char *name, lua_CFunction wrapper)
+{
+    lua_getfield(L, idx, name);
+    lua_CFunction orig = lua_tocfunction(L, -1);
+    int n = 0;
+    while (lua_getupvalue(L, -1 - n, n + 1) != NULL)
+        n++;
+    lua_pushcclosure(L, wrapper, n);
+    lua_setfield(L, idx < 0 && idx > LUA_REGISTRYINDEX ? idx - 2 : idx, name);
+    lua_pop(L, 1);
+    return orig;
+}
+
 static int l_rawset(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -797,6 +889,19 @@ static int l_rawset(lua_State *L)
     lua_settop(L, 3);
     lua_rawset(L, 1);
     return 1;
+}
+
+/* table.insert: the one table function that can add to a table it did not create. The original
+ * runs in this call's frame, so its errors read exactly as when scripts call it directly; a
+ * read-only table is refused where the original would first write (after its argument checks,
+ * as Redis's patched Lua refuses it). */
+static int l_tinsert(lua_State *L)
+{
+    int n = lua_gettop(L);
+    if (lua_type(L, 1) == LUA_TTABLE && (n == 2 || (n == 3 && lua_isnumber(L, 2))) &&
+        is_readonly(L, 1))
+        return raw_error(L, "Attempt to modify a readonly table");
+    return engine_of(L)->tinsert(L);
 }
 
 static int l_setmetatable(lua_State *L)
@@ -900,12 +1005,45 @@ static void make_proxy(lua_State *L, struct engine *e)
     lua_pushboolean(L, 0);
     lua_setfield(L, -2, "__metatable");
     lua_setmetatable(L, -2);        /* real proxy */
-    lua_remove(L, -2);              /* proxy */
     lua_rawgeti(L, LUA_REGISTRYINDEX, e->ro_ref);
-    lua_pushvalue(L, -2);
-    lua_pushboolean(L, 1);
+    lua_pushvalue(L, -2);           /* proxy */
+    lua_pushvalue(L, -4);           /* real */
     lua_rawset(L, -3);
     lua_pop(L, 1);
+    lua_remove(L, -2);              /* proxy */
+}
+
+/* __redis__err__handler, a global Redis 7.0 defines for its own use and scripts can call: the
+ * error as a table, {err = "ERR " .. tostring(error)} or the table given, with the source and
+ * line of the function that raised it (the caller, or its caller when that is a C function). */
+static int l_err_handler_global(lua_State *L)
+{
+    lua_settop(L, 1);
+    if (!lua_istable(L, 1)) {
+        lua_getglobal(L, "tostring");
+        lua_pushvalue(L, 1);
+        lua_call(L, 1, 1);
+        lua_pushliteral(L, "ERR ");
+        lua_insert(L, -2);
+        lua_concat(L, 2);
+        lua_createtable(L, 0, 3);
+        lua_insert(L, -2);
+        lua_setfield(L, -2, "err");
+        lua_replace(L, 1);
+    } else if (is_readonly(L, 1)) {
+        return raw_error(L, "Attempt to modify a readonly table");
+    }
+    lua_Debug ar;
+    int have = lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar);
+    if (have && strcmp(ar.what, "C") == 0)
+        have = lua_getstack(L, 2, &ar) && lua_getinfo(L, "Sl", &ar);
+    if (have) {
+        lua_pushstring(L, ar.source);
+        lua_setfield(L, 1, "source");
+        lua_pushinteger(L, ar.currentline);
+        lua_setfield(L, 1, "line");
+    }
+    return 1;
 }
 
 static const luaL_Reg redis_fns[] = {
@@ -959,6 +1097,15 @@ static int open_libs(lua_State *L)
     lua_pushcclosure(L, l_format, 1);
     lua_setfield(L, -2, "format");
     lua_pop(L, 1);
+    e->orig_pairs = wrap(L, LUA_GLOBALSINDEX, "pairs", l_pairs);
+    e->orig_next = wrap(L, LUA_GLOBALSINDEX, "next", l_next);
+    e->orig_rawget = wrap(L, LUA_GLOBALSINDEX, "rawget", l_rawget);
+    e->orig_getmetatable = wrap(L, LUA_GLOBALSINDEX, "getmetatable", l_getmetatable);
+    lua_getglobal(L, LUA_TABLIBNAME);
+    e->orig_foreach = wrap(L, lua_gettop(L), "foreach", l_foreach);
+    lua_getglobal(L, "cjson");
+    e->orig_encode = wrap(L, lua_gettop(L), "encode", l_encode);
+    lua_pop(L, 2);
     lua_getglobal(L, LUA_MATHLIBNAME);
     lua_pushcfunction(L, l_random);
     lua_setfield(L, -2, "random");
@@ -1001,6 +1148,8 @@ static int open_libs(lua_State *L)
     lua_setfield(L, w, "pcall");
     lua_pushcfunction(L, l_xpcall_global);
     lua_setfield(L, w, "xpcall");
+    lua_pushcfunction(L, l_err_handler_global);
+    lua_setfield(L, w, "__redis__err__handler");
     lua_pushcfunction(L, l_setmetatable);
     lua_setfield(L, w, "setmetatable");
     lua_pushcfunction(L, l_loadstring);
@@ -1014,6 +1163,36 @@ static int open_libs(lua_State *L)
         make_proxy(L, e);
         lua_setfield(L, w, tables[i]);
     }
+    /* D: W with the real library tables, for scripts that cannot write to them. The real
+     * tables join the read-only set, and table.insert checks it. */
+    lua_newtable(L);
+    int d = lua_gettop(L);
+    lua_pushnil(L);
+    while (lua_next(L, w) != 0) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, d);
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, e->ro_ref);
+    for (int i = 0; tables[i] != NULL; i++) {
+        lua_getglobal(L, tables[i]);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, d, tables[i]);
+        lua_pushboolean(L, 1);
+        lua_rawset(L, -3);
+    }
+    lua_pushvalue(L, d);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+    lua_getglobal(L, LUA_TABLIBNAME);
+    lua_getfield(L, -1, "insert");
+    e->tinsert = lua_tocfunction(L, -1);
+    lua_pop(L, 1);
+    lua_pushcfunction(L, l_tinsert);
+    lua_setfield(L, -2, "insert");
+    lua_pop(L, 1);
+
     /* The string metatable's __index is the real string table: hide the metatable so that
      * table cannot be reached and changed through it. */
     lua_pushliteral(L, "");
@@ -1027,6 +1206,8 @@ static int open_libs(lua_State *L)
     lua_newtable(L);
     lua_pushcfunction(L, globals_index);
     lua_setfield(L, -2, "__index");
+    lua_pushvalue(L, -1);
+    lua_setmetatable(L, d);
     lua_setmetatable(L, w);
 
     /* The globals proxy G: empty; reads go to W, writes fail. */
@@ -1043,15 +1224,20 @@ static int open_libs(lua_State *L)
     lua_setmetatable(L, g);
     lua_pushvalue(L, g);
     lua_setfield(L, w, "_G");
+    lua_pushvalue(L, g);
+    lua_setfield(L, d, "_G");
+    e->g = lua_topointer(L, g);
     lua_rawgeti(L, LUA_REGISTRYINDEX, e->ro_ref);
     lua_pushvalue(L, g);
-    lua_pushboolean(L, 1);
+    lua_pushvalue(L, w);
     lua_rawset(L, -3);
     lua_pop(L, 1);
     lua_pushvalue(L, w);
     e->globals_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pushvalue(L, d);
+    e->direct_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_replace(L, LUA_GLOBALSINDEX); /* from here on every chunk sees G */
-    lua_pop(L, 1);                    /* W */
+    lua_pop(L, 2);                    /* W, D */
     return 0;
 }
 
@@ -1210,6 +1396,29 @@ int script_lookup(const char *sha)
     return slot != NULL ? slot->flags : -1;
 }
 
+static int dump_writer(lua_State *L, const void *p, size_t n, void *ud)
+{
+    (void)L;
+    rbuf_append(ud, p, n);
+    return 0;
+}
+
+/* Gives the function just compiled (at the top) the environment its code allows (see the
+ * sandbox at the top of this file): G unless its bytecode shows it cannot assign globals. */
+static void choose_env(lua_State *L, struct engine *e)
+{
+    struct rbuf chunk;
+    rbuf_init(&chunk);
+    unsigned facts = BC_UNKNOWN;
+    if (lua_dump(L, dump_writer, &chunk) == 0)
+        facts = script_bytecode_scan((const unsigned char *)chunk.p, chunk.len);
+    rbuf_free(&chunk);
+    if (facts & BC_SETS_GLOBALS)
+        return;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, facts == 0 ? e->direct_ref : e->globals_ref);
+    lua_setfenv(L, -2);
+}
+
 int script_compile(const char *sha, const char *body, size_t len, struct rbuf *out)
 {
     char err[256];
@@ -1240,6 +1449,7 @@ int script_compile(const char *sha, const char *body, size_t len, struct rbuf *o
         lua_pop(L, 1);
         return -1;
     }
+    choose_env(L, e);
     lua_rawgeti(L, LUA_REGISTRYINDEX, e->fns_ref);
     lua_insert(L, -2);
     lua_setfield(L, -2, sha);
@@ -1271,13 +1481,18 @@ void script_run(const char *sha, struct script_hold *h, int64_t start_ns, char *
     struct engine *e = engine_get();
     lua_State *L = e->L;
     int base = lua_gettop(L);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, e->globals_ref);
-    set_array(L, base + 1, e->keys_ref, keys, klens, nkeys);
-    set_array(L, base + 1, e->argv_ref, args, alens, nargs);
-    lua_pop(L, 1);
     lua_rawgeti(L, LUA_REGISTRYINDEX, e->handler_ref);
     struct fn_slot *slot = fn_find(e, sha); /* the caller looked it up: never NULL */
     lua_rawgeti(L, LUA_REGISTRYINDEX, slot->ref);
+    /* KEYS and ARGV go to the environment the function reads its globals from (W behind G). */
+    lua_getfenv(L, -1);
+    if (lua_topointer(L, -1) == e->g) {
+        lua_pop(L, 1);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, e->globals_ref);
+    }
+    set_array(L, base + 3, e->keys_ref, keys, klens, nkeys);
+    set_array(L, base + 3, e->argv_ref, args, alens, nargs);
+    lua_pop(L, 1);
     e->sha = sha;
     e->hold = h;
     e->handled = 0;

@@ -101,6 +101,39 @@ CASES = {
                 ev("rawset(redis, 'x', 1)"), ev("return _VERSION"),
                 ev("local x = 1 return x"), ev("local t = {} t.a = 1 return t.a"),
                 ev("return type(coroutine.create)")],
+    # A script runs with the globals and library tables as proxies, or directly when its
+    # bytecode shows it cannot write to them (script_lua.c): the prefixes put each probe on
+    # the direct path, the one for scripts that assign table fields, and the one for scripts
+    # that name _G. Every path must read and refuse as Redis does.
+    "sandbox paths": [ev(pre + probe) for pre in ("", "local t = {} t.x = 1 ", "local g = _G ")
+                      for probe in (
+                          "return tostring(getmetatable(string))",
+                          "local n = 0 for k, v in pairs(string) do n = n + 1 end return n",
+                          "return type(rawget(string, 'len'))",
+                          "return type(next(math))",
+                          "return type(rawget(_G, 'redis'))",
+                          "return tostring(getmetatable(getmetatable(_G)))",
+                          "local n = 0 table.foreach(bit, function() n = n + 1 end) return n",
+                          "return cjson.encode(bit)",
+                          "local n = 0 for k in pairs(_G) do "
+                          "if k ~= 'cmsgpack' and k ~= 'struct' then n = n + 1 end end return n",
+                          "table.insert(string, 1)", "table.insert(math, 1, 2)",
+                          "table.insert(_G, 'x')", "table.insert(redis)",
+                          "table.insert(cjson, 'a', 1)", "return {#string, rawget(string, 1)}",
+                          "rawset(bit, 'x', 1)", "setmetatable(table, {})",
+                          "local function f(t) t.x = 1 end f(string)",
+                          "local function f() y = 1 end f()",
+                          "loadstring('local t = ... t.x = 1')(math)",
+                          "return next()", "return getmetatable()", "return pairs(nil)",
+                          "return cjson.encode()", "return rawget(string)",
+                          "return __redis__err__handler('x')",
+                          "local t = __redis__err__handler('x') return {t.source, t.line, t.err}",
+                          "local e = __redis__err__handler({err = 'E1'}) return {e.line, e.err}",
+                          "local ok, t = pcall(__redis__err__handler, 'q') "
+                          "return {t.source, t.line, t.err}",
+                          "return __redis__err__handler()",
+                          "__redis__err__handler = 1",
+                          "return KEYS[1] .. ARGV[1]")],
     "bytecode": [ev("return select(2, loadstring(string.dump(function() return 1 end)))"),
                  ev("return {loadstring(string.dump(function() return 1 end))}"),
                  ev("return loadstring('return 5')()"),
