@@ -71,6 +71,7 @@ struct engine {
     int fns_ref, flags_ref;     /* registry: sha -> function, sha -> shebang flags */
     int globals_ref;            /* registry: W, the whitelist the globals proxy reads */
     int direct_ref;             /* registry: W with the real library tables (see open_libs) */
+    int strmt_ref;              /* registry: what getmetatable('') shows */
     const void *g;              /* the globals proxy G */
     lua_CFunction tinsert;      /* Lua's table.insert, under l_tinsert's check */
     int handler_ref;            /* registry: the error handler */
@@ -854,9 +855,14 @@ static int l_encode(lua_State *L)
     return engine_of(L)->orig_encode(L);
 }
 
-/* A library table has no metatable; G's stays what its __metatable shows. */
+/* A library table has no metatable; G's stays what its __metatable shows; a string's is shown
+ * read-only (open_libs). */
 static int l_getmetatable(lua_State *L)
 {
+    if (lua_type(L, 1) == LUA_TSTRING) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, engine_of(L)->strmt_ref);
+        return 1;
+    }
     if (lua_gettop(L) >= 1 && lua_type(L, 1) == LUA_TTABLE &&
         lua_topointer(L, 1) != engine_of(L)->g && see_through(L) != 0) {
         lua_pushnil(L);
@@ -1194,12 +1200,18 @@ static int open_libs(lua_State *L)
     lua_pop(L, 1);
 
     /* The string metatable's __index is the real string table: hide the metatable so that
-     * table cannot be reached and changed through it. */
+     * table cannot be reached and changed through it. What getmetatable('') shows instead is
+     * a read-only {__index = <string's proxy>}. */
     lua_pushliteral(L, "");
     lua_getmetatable(L, -1);
     lua_pushboolean(L, 0);
     lua_setfield(L, -2, "__metatable");
     lua_pop(L, 2);
+    lua_createtable(L, 0, 1);
+    lua_getfield(L, w, LUA_STRLIBNAME);
+    lua_setfield(L, -2, "__index");
+    make_proxy(L, e);
+    e->strmt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 
     /* W's own metatable turns a read of an unknown name into Redis's error; a known name is
      * found by Lua's table lookup, without a C call. */

@@ -103,7 +103,7 @@ echo "run.sh: testing $RLIMITD ($("$RLIMITD" --version))"
 # ---- the tests ----
 ALL=(test_redis_py.py test_commands.py raw_clients.py ioredis.test.js redis_cli.sh
     redis_benchmark.sh exporter.sh systemd.sh test_zset_recipe.py zset_limiters.test.js
-    script_limiters.test.js script_fixed_window.py)
+    script_limiters.test.js script_fixed_window.py script_token_bucket.py)
 if (($# > 0)); then
     ALL=("$@")
 fi

@@ -6,19 +6,12 @@ The script: INCR the window's counter; on the first hit EXPIRE it after the wind
 redis.log the hit; return {count, ttl}. redis-py's register_script runs it by EVALSHA and falls
 back to EVAL on NOSCRIPT. Checks: 5 per 10 s gives exactly 5 allowed and 2 denied, the TTL is
 within the window, the log line reaches the server's log, and SCRIPT FLUSH is survived."""
-import os
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 
 import redis
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-RLIMITD = os.environ.get("RLIMITD", os.path.join(ROOT, "build-compat", "rlimitd"))
+from script_servers import check, server, summary
 
 FIXED_WINDOW = """
 local current = redis.call('INCR', KEYS[1])
@@ -29,48 +22,6 @@ local ttl = redis.call('TTL', KEYS[1])
 redis.log(redis.LOG_NOTICE, 'fixed-window', KEYS[1], current)
 return {current, ttl}
 """
-
-passed = failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok     " + name)
-    else:
-        failed += 1
-        print("FAIL   %s: %s" % (name, detail))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def start(kind, workdir):
-    port = free_port()
-    log = os.path.join(workdir, "log")
-    if kind == "rlimitd":
-        cmd = [RLIMITD, "--port", str(port), "--bind", "127.0.0.1", "--dir", workdir,
-               "--save", "", "--logfile", log, "--threads", "2"]
-    else:
-        cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", workdir,
-               "--save", "", "--appendonly", "no", "--logfile", log]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        try:
-            redis.Redis(port=port, socket_timeout=2).ping()
-            return proc, port, log
-        except redis.ConnectionError:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("%s did not start" % kind)
 
 
 def scenario(kind, r, log, key):
@@ -101,23 +52,15 @@ def scenario(kind, r, log, key):
 
 def main():
     for kind in ("rlimitd", "redis-server"):
-        workdir = tempfile.mkdtemp(prefix="fixed-window-")
-        proc = None
         try:
-            proc, port, log = start(kind, workdir)
-            r = redis.Redis(port=port, socket_timeout=30)
-            scenario(kind, r, log, "fw:user:1")
-            r.script_flush()
-            scenario(kind, r, log, "fw:user:2")
+            with server(kind) as (port, log):
+                r = redis.Redis(port=port, socket_timeout=30)
+                scenario(kind, r, log, "fw:user:1")
+                r.script_flush()
+                scenario(kind, r, log, "fw:user:2")
         except Exception as e:  # noqa: BLE001 - reported as a failure
             check("%s: ran" % kind, False, repr(e))
-        finally:
-            if proc is not None:
-                proc.terminate()
-                proc.wait(10)
-            shutil.rmtree(workdir, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -133,6 +133,13 @@ CASES = {
                           "return {t.source, t.line, t.err}",
                           "return __redis__err__handler()",
                           "__redis__err__handler = 1",
+                          "return type(getmetatable(''))",
+                          "return getmetatable('').__index.len('abc')",
+                          "getmetatable('').__index = 1", "getmetatable('').__index.x = 1",
+                          "rawset(getmetatable(''), 'a', 1)",
+                          "return getmetatable(getmetatable(''))",
+                          "local n = 0 for k in pairs(getmetatable('')) do n = n + 1 end "
+                          "return n",
                           "return KEYS[1] .. ARGV[1]")],
     "bytecode": [ev("return select(2, loadstring(string.dump(function() return 1 end)))"),
                  ev("return {loadstring(string.dump(function() return 1 end))}"),
