@@ -50,18 +50,23 @@ int util_parse_i64(const char *s, size_t len, int64_t *out)
         *out = neg ? -(int64_t)v : (int64_t)v;
         return 0;
     }
-    /* Accumulate in unsigned so that INT64_MIN, whose magnitude is INT64_MAX + 1, fits. */
-    max = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-    for (; i < len; i++) {
-        unsigned d;
-
+    /* 20 digits or more, the first not 0, are at least 10^19 > 2^63: out of range. With 19,
+     * the first 18 cannot overflow and the last is checked once. Accumulate in unsigned so that
+     * INT64_MIN, whose magnitude is INT64_MAX + 1, fits. */
+    if (len - i > 19)
+        return -1;
+    for (; i < len - 1; i++) {
         if (!is_digit(s[i]))
             return -1;
-        d = (unsigned)(s[i] - '0');
-        if (v > (max - d) / 10)
-            return -1;
-        v = v * 10 + d;
+        v = v * 10 + (unsigned)(s[i] - '0');
     }
+    if (!is_digit(s[i]))
+        return -1;
+    unsigned d = (unsigned)(s[i] - '0');
+    max = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    if (v > (max - d) / 10)
+        return -1;
+    v = v * 10 + d;
     /* Negating in unsigned arithmetic and converting back is well defined in GCC and gives
      * INT64_MIN for a magnitude of 2^63. */
     *out = neg ? (int64_t)(0 - v) : (int64_t)v;

@@ -90,18 +90,21 @@ static int parse_set_opts(struct cmd_ctx *x, int from, int is_set, struct set_op
     o->expire_arg = 0;
     for (int i = from; i < x->argc; i++) {
         int f = o->flags, e = 0;
+        /* Only the words with the argument's first letter are compared. */
+        char c = x->lens[i] > 0 ? (char)(x->argv[i][0] & ~0x20) : '\0';
+#define WORD_IS(w) (c == (w)[0] && arg_is(x, i, (w)))
         for (size_t k = 0; k < sizeof(expiry) / sizeof(expiry[0]); k++)
-            if (arg_is(x, i, expiry[k].word))
+            if (WORD_IS(expiry[k].word))
                 e = expiry[k].flag;
-        if (is_set && arg_is(x, i, "NX") && !(f & OPT_XX)) {
+        if (is_set && WORD_IS("NX") && !(f & OPT_XX)) {
             o->flags |= OPT_NX;
-        } else if (is_set && arg_is(x, i, "XX") && !(f & OPT_NX)) {
+        } else if (is_set && WORD_IS("XX") && !(f & OPT_NX)) {
             o->flags |= OPT_XX;
-        } else if (is_set && arg_is(x, i, "GET")) {
+        } else if (is_set && WORD_IS("GET")) {
             o->flags |= OPT_GET;
-        } else if (is_set && arg_is(x, i, "KEEPTTL") && !(f & (OPT_PERSIST | OPT_EXPIRY))) {
+        } else if (is_set && WORD_IS("KEEPTTL") && !(f & (OPT_PERSIST | OPT_EXPIRY))) {
             o->flags |= OPT_KEEPTTL;
-        } else if (!is_set && arg_is(x, i, "PERSIST") && !(f & (OPT_EXPIRY | OPT_KEEPTTL))) {
+        } else if (!is_set && WORD_IS("PERSIST") && !(f & (OPT_EXPIRY | OPT_KEEPTTL))) {
             o->flags |= OPT_PERSIST;
         } else if (e != 0 && !(f & (OPT_KEEPTTL | OPT_PERSIST | (OPT_EXPIRY & ~e))) &&
                    i + 1 < x->argc) {
@@ -111,6 +114,7 @@ static int parse_set_opts(struct cmd_ctx *x, int from, int is_set, struct set_op
             reply_syntax_error(x->out);
             return -1;
         }
+#undef WORD_IS
     }
     return 0;
 }
