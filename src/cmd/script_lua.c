@@ -46,6 +46,16 @@
 
 #define SCRIPT_MEM_LIMIT ((size_t)256 << 20) /* per thread's state */
 #define GC_FULL_AFTER ((size_t)16 << 20) /* growth since the last full collection */
+/* The collector's pause (how far the heap grows past the live data before a new cycle): Lua's
+ * default of 200% once the heap is past GC_SMALL_HEAP, and twice that below it, where a cycle
+ * is mostly marking the same few hundred KB of libraries and compiled scripts again. A wide
+ * pause with a large live heap would let garbage take the room a script has under
+ * SCRIPT_MEM_LIMIT (Lua 5.1 does not collect before failing an allocation), so the allocator
+ * narrows it the moment the heap passes GC_SMALL_HEAP, before the next cycle sets its
+ * threshold from it. */
+#define GC_PAUSE 200
+#define GC_PAUSE_SMALL 400
+#define GC_SMALL_HEAP ((size_t)8 << 20)
 #define REPLY_MAX_DEPTH 1000                 /* nesting of a script's reply */
 #define REPLY_KEEP 64 /* elements of a script's reply array read once (lua_to_reply) */
 #define REDIS_VERSION_STR "7.0.15"
@@ -67,6 +77,7 @@ struct engine {
     size_t mem;                 /* bytes the allocator handed out (this thread only) */
     size_t mem_pub;             /* mem as last added to total_mem */
     size_t mem_gc;              /* mem after the last full collection */
+    int small_pause;            /* the collector's pause is GC_PAUSE_SMALL */
     uint64_t gen;               /* script_cache_generation() the functions were compiled under */
     int fns_ref, flags_ref;     /* registry: sha -> function, sha -> shebang flags */
     int globals_ref;            /* registry: W, the whitelist the globals proxy reads */
@@ -140,8 +151,14 @@ static void *lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
         return NULL;
     e->mem = mem;
     /* Published when it moved more than a step either way (unsigned: one comparison). */
-    if (mem - e->mem_pub + MEM_PUBLISH_STEP > 2 * MEM_PUBLISH_STEP)
+    if (mem - e->mem_pub + MEM_PUBLISH_STEP > 2 * MEM_PUBLISH_STEP) {
         mem_publish(e);
+        /* Only writes the pause: safe inside an allocation. */
+        if (e->small_pause && mem > GC_SMALL_HEAP && e->L != NULL) {
+            lua_gc(e->L, LUA_GCSETPAUSE, GC_PAUSE);
+            e->small_pause = 0;
+        }
+    }
     return p;
 }
 
@@ -1373,9 +1390,8 @@ static struct engine *engine_get(void)
         e->keys_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
         lua_pushliteral(e->L, "ARGV");
         e->argv_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
-        /* The collector keeps Lua's (and Redis's) pause of 200%: a longer pause saves a little
-         * marking per call but lets garbage take the room a script has under SCRIPT_MEM_LIMIT
-         * (Lua 5.1 does not collect before failing an allocation). */
+        lua_gc(e->L, LUA_GCSETPAUSE, GC_PAUSE_SMALL);
+        e->small_pause = 1;
         e->gen = script_cache_generation();
         e->thread = pthread_self();
         rand48_seed(e, 0);
@@ -1474,16 +1490,54 @@ int script_compile(const char *sha, const char *body, size_t len, struct rbuf *o
     return (int)flags;
 }
 
-/* Sets W[name] (name a registry reference to the interned key) to a new array of v. */
-static void set_array(lua_State *L, int w, int name, char **v, const size_t *lens, int n)
+/* Sets env[name] (name a registry reference to the interned key) to the array v, in the table
+ * the last script left there when that table is still a plain array: no metatable and no key
+ * past its length (what a script can do to it is add keys, remove them or set a metatable, and
+ * nothing but env refers to it once its script ended, so a plain array is as good as new). Its
+ * strings stay alive between calls, so the same arguments are not allocated again. */
+static void set_array(lua_State *L, int env, int name, char **v, const size_t *lens, int n)
 {
     lua_rawgeti(L, LUA_REGISTRYINDEX, name);
-    lua_createtable(L, n, 0);
+    lua_pushvalue(L, -1);
+    lua_rawget(L, env);
+    int old = 0; /* the reused table's length */
+    int reuse = 0;
+    int plain = lua_istable(L, -1);
+    if (plain && lua_getmetatable(L, -1)) {
+        lua_pop(L, 1);
+        plain = 0;
+    }
+    if (plain) {
+        size_t len = lua_objlen(L, -1);
+        if (len <= INT32_MAX) {
+            if (len == 0)
+                lua_pushnil(L);
+            else
+                lua_pushinteger(L, (lua_Integer)len);
+            if (lua_next(L, -2) == 0) {
+                reuse = 1;
+                old = (int)len;
+            } else {
+                lua_pop(L, 2);
+            }
+        }
+    }
+    if (!reuse) {
+        lua_pop(L, 1);
+        lua_createtable(L, n, 0);
+    }
     for (int i = 0; i < n; i++) {
         lua_pushlstring(L, v[i], lens[i]);
         lua_rawseti(L, -2, i + 1);
     }
-    lua_rawset(L, w);
+    for (int i = n + 1; i <= old; i++) {
+        lua_pushnil(L);
+        lua_rawseti(L, -2, i);
+    }
+    if (reuse)
+        lua_pop(L, 2);
+    else
+        lua_rawset(L, env);
 }
 
 void script_run(const char *sha, struct script_hold *h, int64_t start_ns, char **keys,
@@ -1537,6 +1591,10 @@ void script_run(const char *sha, struct script_hold *h, int64_t start_ns, char *
     if (e->mem > e->mem_gc + GC_FULL_AFTER) {
         lua_gc(L, LUA_GCCOLLECT, 0);
         e->mem_gc = e->mem;
+    }
+    if (!e->small_pause && e->mem < GC_SMALL_HEAP / 2) {
+        lua_gc(L, LUA_GCSETPAUSE, GC_PAUSE_SMALL);
+        e->small_pause = 1;
     }
     mem_publish(e);
 }
