@@ -311,7 +311,8 @@ MP_TABLES = ["{}", "{1,2,3}", "{1,nil,3}", "{nil,2}", "{[2]=1}", "{[0]=1}", "{[-
              "setmetatable({},{__index=function() return 9 end})",
              "(function() local t = {} t[1] = t return t end)()",
              "(function() local t = {1,2,3} t[2] = nil return t end)()",
-             "(function() local t = {} t.a = 1 t.a = nil return t end)()"]
+             "(function() local t = {} t.a = 1 t.a = nil return t end)()",
+             "{[{}]=1}", "{[{1,{2}}]='x'}", "{0/0, 1/0}", "{[1/0]=1}"]
 
 
 def mp_n(n, kind, depth_key="1"):
