@@ -6,7 +6,8 @@
  * patch, so rlimitd gets the same behaviour from proxies: the globals table every script sees
  * (LUA_GLOBALSINDEX, also _G) is an empty table whose metatable reads from a whitelist of
  * Redis 7.0's globals and refuses new or unknown names, and each library table (string, math,
- * table, redis, cjson, bit, coroutine) is likewise an empty proxy over the real one. rawset,
+ * table, redis, cjson, bit, cmsgpack, struct, coroutine) is likewise an empty proxy over the
+ * real one. rawset,
  * setmetatable and table.insert refuse the proxies and the real tables. Bytecode never loads:
  * loadstring and load compile text only.
  *
@@ -42,7 +43,9 @@
 #include "rlimitd/util.h"
 #include "rlimitd/reply.h"
 #include "script_bytecode.h"
+#include "script_cmsgpack.h"
 #include "script_pool.h"
+#include "script_struct.h"
 
 #define SCRIPT_MEM_LIMIT ((size_t)256 << 20) /* per thread's state */
 #define GC_FULL_AFTER ((size_t)16 << 20) /* growth since the last full collection */
@@ -1082,7 +1085,7 @@ static const luaL_Reg redis_fns[] = {
     {NULL, NULL},
 };
 
-/* Redis 7.0's globals (without cmsgpack and struct, which rlimitd does not ship). */
+/* Redis 7.0's globals (the libraries, cmsgpack and struct among them, are added in open_libs). */
 static const char *const visible[] = {
     "_VERSION", "assert", "collectgarbage", "error", "gcinfo", "getmetatable", "ipairs",
     "next", "pairs", "rawequal", "rawget", "select", "tonumber", "tostring", "type",
@@ -1104,6 +1107,7 @@ static int open_libs(lua_State *L)
         {"", luaopen_base},       {LUA_TABLIBNAME, luaopen_table},
         {LUA_STRLIBNAME, luaopen_string}, {LUA_MATHLIBNAME, luaopen_math},
         {"cjson", luaopen_cjson}, {"bit", luaopen_bit},
+        {"cmsgpack", luaopen_cmsgpack}, {"struct", luaopen_struct},
     };
     for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
         lua_pushcfunction(L, libs[i].func);
@@ -1180,7 +1184,7 @@ static int open_libs(lua_State *L)
     lua_pushcfunction(L, l_load);
     lua_setfield(L, w, "load");
     static const char *const tables[] = {"string", "table", "math", "cjson", "bit", "redis",
-                                         "coroutine", NULL};
+                                         "coroutine", "cmsgpack", "struct", NULL};
     for (int i = 0; tables[i] != NULL; i++) {
         lua_getglobal(L, tables[i]);
         make_proxy(L, e);

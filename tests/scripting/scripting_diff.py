@@ -339,6 +339,241 @@ CASES = {
 }
 
 
+# ---- cmsgpack and struct ----
+# SER turns any values into one canonical string (table keys sorted), so decoded tables compare
+# whatever their iteration order; only map keys under 32 bytes are packed (a longer string key
+# iterates in another order than in Redis: docs/COMMANDS.md, Scripting).
+SER = ("local function ser(v, d) d = d or 0 local t = type(v) "
+       "if t == 'table' then if d > 40 then return '{deep}' end local p = {} "
+       "for k, x in pairs(v) do p[#p + 1] = ser(k, d + 1) .. '=' .. ser(x, d + 1) end "
+       "table.sort(p) return '{' .. table.concat(p, ',') .. '}' "
+       "elseif t == 'string' then return string.format('%q', v) "
+       "elseif t == 'number' then return string.format('%.17g', v) end return tostring(v) end "
+       "local function all(...) local o = {tostring(select('#', ...))} "
+       "for i = 1, select('#', ...) do o[#o + 1] = ser((select(i, ...))) end "
+       "return table.concat(o, ' ') end ")
+
+
+def evs(body, keys=(), args=()):
+    return ev(SER + body, keys, args)
+
+
+MP_INTS = ["0", "1", "127", "128", "255", "256", "65535", "65536", "2^31-1", "2^31", "2^32-1",
+           "2^32", "2^53", "2^63-1024", "2^63", "2^64", "-1", "-32", "-33", "-127", "-128",
+           "-129", "-32768", "-32769", "-2^31", "-2^31-1", "-2^53", "-2^63", "-2^63-2048"]
+MP_FLOATS = ["0.5", "-0.5", "1.5", "0.1", "1/3", "3.4028234663852886e38", "3.5e38", "1e39",
+             "1e300", "1.401298464324817e-45", "4.9e-324", "1/0", "-1/0", "0/0", "-(0/0)",
+             "-0.0", "16777217", "16777216", "-2.5"]
+MP_LENS = [0, 1, 31, 32, 33, 255, 256, 257, 65535, 65536, 65537]
+MP_TABLES = ["{}", "{1,2,3}", "{1,nil,3}", "{nil,2}", "{[2]=1}", "{[0]=1}", "{[-1]=1}",
+             "{[1.5]=1}", "{[2^31]=1}", "{[2^31-1]=1}", "{1,2,x=3}", "{[true]=1,[false]=2}",
+             "{a={b={c={}}}}", "{x='y'}", "{{},{{}},{{{}}}}", "{1,'a',true,false,1.5,{k='v'}}",
+             "setmetatable({1,2,3},{__index=function() return 9 end})",
+             "setmetatable({},{__index=function() return 9 end})",
+             "(function() local t = {} t[1] = t return t end)()",
+             "(function() local t = {1,2,3} t[2] = nil return t end)()",
+             "(function() local t = {} t.a = 1 t.a = nil return t end)()",
+             "{[{}]=1}", "{[{1,{2}}]='x'}", "{0/0, 1/0}", "{[1/0]=1}"]
+
+
+def mp_n(n, kind, depth_key="1"):
+    """A Lua expression: an array or a map of n elements, or n nested tables."""
+    if kind == "array":
+        return "(function() local t = {} for i = 1, %d do t[i] = i %% 200 - 50 end return t " \
+               "end)()" % n
+    if kind == "map":
+        return "(function() local t = {} for i = 1, %d do t['k' .. i] = i end return t " \
+               "end)()" % n
+    return "(function() local t = {} local c = t for i = 1, %d do c[%s] = {} c = c[%s] end " \
+           "return t end)()" % (n, depth_key, depth_key)
+
+
+def mp_bytes(h):
+    return bytes.fromhex(h.replace(" ", ""))
+
+
+MP_UNPACK = [
+    # every type byte Redis knows, and the ones it refuses
+    "00", "7f", "e0", "ff", "cc ff", "cd ff ff", "ce ff ff ff ff", "cf ff ff ff ff ff ff ff ff",
+    "cf 00 20 00 00 00 00 00 01", "cf 7f ff ff ff ff ff ff ff", "d0 80", "d0 7f", "d1 80 00",
+    "d2 80 00 00 00", "d3 80 00 00 00 00 00 00 00", "d3 ff ff ff ff ff ff ff ff",
+    "ca 3f c0 00 00", "ca 7f 80 00 00", "ca ff c0 00 01", "ca 00 00 00 01",
+    "cb 3f b9 99 99 99 99 99 9a", "cb 7f f8 00 00 00 00 00 01", "cb 80 00 00 00 00 00 00 00",
+    "c0", "c2", "c3", "c0 c2 c3", "a0", "a3 61 62 63", "bf" + " 61" * 31, "d9 00",
+    "d9 03 61 62 63", "da 00 02 61 62", "db 00 00 00 01 61", "90", "93 01 02 03",
+    "dc 00 02 01 02", "dd 00 00 00 01 c3", "80", "81 a1 61 01", "82 01 02 03 04",
+    "de 00 01 a1 61 c0", "df 00 00 00 01 a1 61 90", "93 c0 c0 01", "93 01 c0 c0",
+    "81 c2 01", "81 90 01", "81 01 01 81 01 02", "92 81 a1 61 91 01 80",
+    "c1", "c4 01 61", "c5 00 01 61", "c6 00 00 00 01 61", "c7 01 01 61", "c8 00 01 01 61",
+    "c9 00 00 00 01 01 61", "d4 01 61", "d5 01 61 62", "d6 01 61 62 63 64", "d7 01" + " 00" * 8,
+    "d8 01" + " 00" * 16, "01 02 03", "01 c1",
+    # truncated
+    "cc", "cd ff", "ce ff ff ff", "cf ff", "d0", "d1 00", "d2 00 00", "d3 00", "ca 00 00",
+    "cb 00", "a3 61", "d9", "d9 05 61", "da 00", "da 00 05 61", "db 00 00 00", "db 00 00 00 05",
+    "92 01", "dc 00", "dc 00 02 01", "dd 00 00 00", "dd ff ff ff ff 01", "81", "81 01",
+    "de 00 01 01", "df ff ff ff ff 01 01", "db ff ff ff ff 61 62",
+    # keys Lua refuses
+    "81 c0 01", "81 cb 7f f8 00 00 00 00 00 00 01", "81 ca 7f c0 00 00 01",
+    # an empty input
+    "",
+]
+
+STRUCT_PACK = [
+    "'b', -1", "'B', 255", "'B', 256", "'b', 200", "'b', 1.9", "'b', -1.9", "'h', -2",
+    "'>h', -2", "'<H', 65535", "'>H', 65536", "'l', -1", "'>L', 1", "'T', 5", "'i', 1",
+    "'>i', -1", "'I', 2^32", "'i1', 300", "'i3', 2^24+5", "'>i3', -2", "'i8', -1", "'i9', -1",
+    "'>i9', 1", "'i16', -2", "'i32', 1", "'i0', 5", "'f', 1.5", "'>f', 1.5", "'d', 1.5",
+    "'>d', -0.1", "'f', 1e300", "'f', 3.4028235e38", "'f', 3.40282357e38", "'f', 0/0",
+    "'d', 0/0", "'f', -1/0", "'s', 'abc'", "'s', 'a\\0b'", "'c', 'abc'", "'c3', 'abc'",
+    "'c0', 'abc'", "'c2', 'abc'", "'x'", "'xx'", "'bxh', 1, 2", "'!bxh', 1, 2", "'!bh', 1, 2",
+    "'!bi', 1, 2", "'!bd', 1, 2", "'!4bd', 1, 2", "'!2bd', 1, 2", "'!bi3i', 1, 2, 3",
+    "'!8bi3i', 1, 2, 3", "'!bc3i', 1, 'abc', 3", "'!bsi', 1, 'ab', 3", "'!bf', 1, 2",
+    "'!b!2h', 1, 2", "'!16bd', 1, 2", "'!64bi32', 1, 2", "'!bl!1bl', 1, 2, 3, 4", "'!bT', 1, 2",
+    "'>!4bhi', 1, 2, 3", "'<!4bhi', 1, 2, 3", "'<>b', 1", "' b ', 1", "''", "'b', '12'",
+    "'s', 12", "'!1073741824b', 1", "'b\\0b', 1, 2",
+    "'b', 2^63", "'b', 1e30", "'b', -1e30", "'b', 1/0", "'b', -1/0", "'b', 0/0", "'i8', 2^63",
+    "'i8', 2^64", "'i8', 2^64+2^12", "'i8', 1e30", "'i8', -1e30", "'i8', 0/0", "'i8', 1/0",
+    "'i8', -1/0", "'i8', 2^63+2^11", "'>i8', -2^63", "'i10', 2^63", "'i10', -2^63-2^12",
+    "'i12', 2^64+2^13",
+    # errors
+    "'c5', 'abc'", "'!3bd', 1, 2", "'!0b', 1", "' b '", "'bq', 1", "'b5', 1", "'s5', 'a'",
+    "'x3'", "'z'", "'%'", "'\\200'", "", "1, 2", "'b'", "'b', 'x'", "'s', {}", "'c', nil",
+    "'i', {}", "'d', 'x'", "'f'", "'i33', 1", "'i99999999999', 1", "'c99999999999', 'a'",
+    "'!99999999999'", "'i2147483647', 1", "'c2147483647', 'a'", "'!2147483648'",
+]
+
+STRUCT_SIZE = [
+    "'b'", "'bhlLTiIfdx'", "'!bhlLTiIfdx'", "'!bd'", "'!4bd'", "'c5'", "'z'", "'!bi3'",
+    "'!bi3b'", "'!b!8d'", "'c2147483647c2147483647'", "'q1'", "'5'", "'i'", "12", "'<>'",
+    "'!i3i'", "'!bi5'", "'!8bi5'", "'!bi6'", "'!bi7'", "'!bi12'", "'!bi0b'", "'!bh3'", "'bi0'",
+    "' '", "'!b i'", "'x!'", "'c'", "'!16bi16'", "'!32bi24'", "'!32bi20'", "'!4bi20'",
+    "'b\\0b'", "'c2147483647'", "'c02147483647'", "'c0000000000000000000005'",
+    "'c0'", "'s'", "'bs'", "'i40'", "'!3'", "'!7'", "'i33'", "", "'\\200'", "'c2147483648'",
+    "'!2147483647'",
+]
+
+STRUCT_UNPACK_FMTS = [
+    "b", "B", "<h", ">h", "<H", ">l", "<L", "T", "i", ">I", "i3", ">i3", "<i9", ">i9", "<I9",
+    "<i12", ">i12", "i16", ">i16", "I16", "i0", "I0", "i1", "<i2", "<i7", ">i7", "i32", "f",
+    ">f", "d", ">d", "s", "bs", "c", "c3", "c40", "c41", "c0", "bc0", "Bc0", "bc0b", "xxb",
+    "!bi", "!bh", "!bi3", "!bd", "!4bd", "z", "i33", "", "x",
+]
+STRUCT_DATA = bytes(range(0x80, 0x94)) + b"\x00" + bytes(range(1, 20))
+STRUCT_UNPACK = (
+    [evs("return all(struct.unpack(ARGV[1], ARGV[2]))", (), [f, STRUCT_DATA])
+     for f in STRUCT_UNPACK_FMTS] +
+    [evs("return all(struct.unpack(ARGV[1], ARGV[2], %s))" % off, (), [f, STRUCT_DATA])
+     for f, off in [("b", "2"), ("b", "0"), ("b", "-1"), ("b", "40"), ("b", "41"), ("b", "42"),
+                    ("b", "'x'"), ("b", "'3'"), ("b", "1.9"), ("b", "2^53"), ("b", "2^64"),
+                    ("b", "1e300"), ("b", "0/0"), ("b", "nil"), ("c41", "2"), ("!bd", "2"),
+                    ("!bi", "2"), ("x", "40"), ("x", "41"), ("", "41"), ("", "42"),
+                    ("", "100"), ("", "-5"), ("", "2^63")]] +
+    [evs("return all(struct.unpack(ARGV[1], ARGV[2]))", (), [f, d])
+     for f, d in [("bc0", b"\x05abcdefgh"), ("bc0", b"\xffabcdefgh"), ("bc0", b"\x00abcdefgh"),
+                  ("fc0", b"\x00\x00\xc0\x3fabcdefgh"),
+                  ("dc0", b"\x00\x00\x00\x00\x00\x00\xf8\x7fabcdefgh"),
+                  ("dc0", b"\x00\x00\x00\x00\x00\x00\xf0\x7fabcdefgh"),
+                  ("dc0", b"\x00\x00\x00\x00\x00\x00\xf0\xffabcdefgh"),
+                  ("dc0", b"\x00\x00\x00\x00\x00\x00\x04\x40abcdefgh"),
+                  ("sc0", b"12\x00abcdefgh"), ("sc0", b"1a\x00abcdefgh"), ("c1c0", b"3abcdefgh"),
+                  ("s", b"abc"), ("s", b""), ("ss", b"abc\x00def\x00"), ("ss", b"abc\x00def"),
+                  ("b\x00b", b"ab"), ("c0", b"abc")]] +
+    [evs("return all(struct.unpack(%s))" % a)
+     for a in ["'b'", "", "'b', {}", "'b', 12", "'ic0', 'abc'", "'b', 'a', 1, 'extra'"]] +
+    # the stack: 7997 results fit beside the final position, 7998 do not
+    [ev("return select('#', struct.unpack(string.rep('b', %d), string.rep('a', %d)))" % (n, m))
+     for n, m in [(7996, 9000), (7997, 9000), (7998, 9000), (7998, 7997), (9000, 9000)]] +
+    [ev("return select('#', struct.unpack(string.rep('x', 7996), string.rep('a', 9000)))")])
+
+CASES.update({
+    "cmsgpack integers": [ev("return cmsgpack.pack(%s)" % v) for v in MP_INTS] +
+                         [ev("return cmsgpack.pack(%s)" % ", ".join(MP_INTS))],
+    "cmsgpack floats": [ev("return cmsgpack.pack(%s)" % v) for v in MP_FLOATS],
+    "cmsgpack strings": [ev("local p = cmsgpack.pack(string.rep('s', %d)) "
+                            "return {#p, p:sub(1, 6), redis.sha1hex(p)}" % n) for n in MP_LENS] +
+                        [ev("return cmsgpack.pack('a\\0b', '', 12)")],
+    "cmsgpack other values": [ev("return cmsgpack.pack(true, false, nil)"),
+                              ev("return cmsgpack.pack(nil)"),
+                              ev("return cmsgpack.pack(function() end, "
+                                 "coroutine.create(function() end))"),
+                              ev("return cmsgpack.pack()"),
+                              ev("return cmsgpack.pack(1, 'a', {}, {1}, {a=1})")],
+    "cmsgpack tables": [ev("return cmsgpack.pack(%s)" % t) for t in MP_TABLES] +
+                       [ev("local p = cmsgpack.pack(%s) return {#p, p:sub(1, 8), "
+                           "redis.sha1hex(p)}" % mp_n(n, k))
+                        for k in ("array", "map") for n in (15, 16, 17, 65535, 65536)] +
+                       [ev("return cmsgpack.pack(%s)" % mp_n(n, "nest", key))
+                        for key in ("1", "'k'") for n in (15, 16, 17, 40)],
+    "cmsgpack round trips": [evs("return all(cmsgpack.unpack(cmsgpack.pack(%s)))" % v)
+                             for v in MP_INTS + MP_FLOATS + MP_TABLES[:18]] +
+                            [evs("return all(cmsgpack.unpack(cmsgpack.pack(string.rep('r', %d))))"
+                                 % n) for n in (0, 31, 32, 255, 256)] +
+                            [evs("return all(cmsgpack.unpack(cmsgpack.pack(%s)))" % mp_n(n, k))
+                             for k in ("array", "map") for n in (15, 16, 17)] +
+                            [evs("return all(cmsgpack.unpack(cmsgpack.pack(1, 'two', {3}, "
+                                 "{four=4}, true, false, 2.5)))")],
+    "cmsgpack unpack": [evs("return all(cmsgpack.unpack(ARGV[1]))", (), [mp_bytes(h)])
+                        for h in MP_UNPACK] +
+                       [evs("return all(cmsgpack.unpack(%s))" % a)
+                        for a in ["", "{}", "12", "nil", "'\\1\\2', 'extra', 3"]],
+    "cmsgpack unpack_one and unpack_limit": [
+        evs("return all(cmsgpack.%s)" % call, (), [mp_bytes("01 a3 61 62 63 92 01 02 c3")])
+        for call in ["unpack_one(ARGV[1])", "unpack_one(ARGV[1], 0)", "unpack_one(ARGV[1], 1)",
+                     "unpack_one(ARGV[1], 2)", "unpack_one(ARGV[1], 5)", "unpack_one(ARGV[1], 8)",
+                     "unpack_one(ARGV[1], 9)", "unpack_one(ARGV[1], 10)",
+                     "unpack_one(ARGV[1], -1)", "unpack_one(ARGV[1], 'x')",
+                     "unpack_one(ARGV[1], '3')", "unpack_one(ARGV[1], 1.7)",
+                     "unpack_one(ARGV[1], 2^32+1)", "unpack_one(ARGV[1], 2^31)",
+                     "unpack_one(ARGV[1], 1e300)", "unpack_one(ARGV[1], 0/0)",
+                     "unpack_one(ARGV[1], nil)", "unpack_one(ARGV[1], 1, 2, 3)", "unpack_one()",
+                     "unpack_one('', 0)", "unpack_one('', 1)", "unpack_one({}, 'x')",
+                     "unpack_limit(ARGV[1])", "unpack_limit(ARGV[1], 0)",
+                     "unpack_limit(ARGV[1], 0, 0)", "unpack_limit(ARGV[1], 0, 1)",
+                     "unpack_limit(ARGV[1], 2)", "unpack_limit(ARGV[1], 2, 1)",
+                     "unpack_limit(ARGV[1], 10)", "unpack_limit(ARGV[1], 10, 5)",
+                     "unpack_limit(ARGV[1], -1)", "unpack_limit(ARGV[1], -1, -5)",
+                     "unpack_limit(ARGV[1], 1, 100)", "unpack_limit(ARGV[1], 1, 9)",
+                     "unpack_limit(ARGV[1], 'a')", "unpack_limit(ARGV[1], 1, 'b')",
+                     "unpack_limit(ARGV[1], 2^32)", "unpack_limit(ARGV[1], 2^32, 2^32)",
+                     "unpack_limit(ARGV[1], 2^32+2, 2^32+1)", "unpack_limit(ARGV[1], 2^31+2)",
+                     "unpack_limit('', 3)", "unpack_limit({}, 'a')"]] + [
+        # walking a stream of values with unpack_one until it answers -1
+        evs("local s, off, out = ARGV[1], 0, {} repeat local v local n = off "
+            "off, v = cmsgpack.unpack_one(s, off) out[#out + 1] = n .. '>' .. off .. ':' .. "
+            "ser(v) until off == -1 return table.concat(out, ' ')", (),
+            [mp_bytes("01 a3 61 62 63 92 01 02 c3 81 a1 6b 90 cb 3f b9 99 99 99 99 99 9a c0")]),
+        evs("local s, off, out = ARGV[1], 0, {} repeat local a, b local n = off "
+            "off, a, b = cmsgpack.unpack_limit(s, 2, off) out[#out + 1] = n .. '>' .. off .. "
+            "':' .. ser(a) .. ',' .. ser(b) until off == -1 return table.concat(out, ' ')", (),
+            [mp_bytes("01 a3 61 62 63 92 01 02 c3 81 a1 6b 90 cb 3f b9 99 99 99 99 99 9a")])],
+    # Where the Lua stack (8000 slots a call) runs out, Redis's texts at Redis's counts.
+    "cmsgpack stack limits": [
+        ev("return select('#', cmsgpack.unpack(ARGV[1]))", (), [b"\x01" * n])
+        for n in (7998, 7999, 8000, 100000)] + [
+        ev("local ok, e = pcall(cmsgpack.unpack, ARGV[1]) return {tostring(ok), type(e), "
+           "type(e) == 'string' and e or ''}", (), [b"\x91" * n + b"\x01"])
+        for n in (3999, 4000, 100000)] + [
+        ev("return type(cmsgpack.unpack(ARGV[1]))", (), [b"\x81\xa1a" * n + b"\x01"])
+        for n in (3999, 4000)] + [
+        ev("return type(cmsgpack.unpack(ARGV[1]))", (), [b"\x81" * n + b"\x01" * (n + 1)])
+        for n in (7997, 7998)] + [
+        ev("return cmsgpack.unpack(ARGV[1])", (), [b"\x81" * n]) for n in (7998, 7999)] + [
+        ev("return select('#', cmsgpack.unpack_limit(ARGV[1], 9000))", (), [b"\x01" * n])
+        for n in (7998, 7999, 8000)] + [
+        ev("local t = {} for i = 1, %d do t[i] = 1 end %s return #cmsgpack.pack(unpack(t))"
+           % (n, last)) for n in (3999, 4000, 4001)
+        for last in ("", "t[%d] = {a={b=1}}" % n, "t[%d] = {{1}}" % n, "t[1] = {a={b=1}}")],
+    "struct pack": [ev("return struct.pack(%s)" % a) for a in STRUCT_PACK],
+    "struct size": [ev("return struct.size(%s)" % a) for a in STRUCT_SIZE],
+    "struct unpack": STRUCT_UNPACK,
+    "struct round trips": [
+        evs("return all(struct.unpack(ARGV[1], struct.pack(ARGV[1], %s)))" % vals, (), [f])
+        for f, vals in [("<bBhHlLTiI", "-1, 255, -2, 65535, -3, 2^53, 7, -4, 2^32-1"),
+                        (">bBhHlLTiI", "-1, 255, -2, 65535, -3, 2^53, 7, -4, 2^32-1"),
+                        ("!<bi3d", "1, -2, 0.1"), ("!>bi5hfd", "1, -2, 3, 1.5, -1/0"),
+                        ("Bc0c2", "3, 'xyz', 'ab'"), ("!4 > i16 < I7 x b", "-9, 2^50, 5")]],
+})
+
 def redis_rate(key, burst, rate, period, cost):
     """go-redis/redis_rate's GCRA script (redis_rate.lua) run whole inside a wrapper that rounds
     what depends on the clock: with periods of hours, the microseconds between two calls never
@@ -365,6 +600,7 @@ def main():
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
+    sys.setrecursionlimit(20000)  # a reply may nest 1000 deep
     rl = Server("rlimitd", sys.argv[1])
     rd = Server("redis")
     failed = 0

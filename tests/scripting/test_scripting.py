@@ -431,17 +431,77 @@ def free_key(b, prefix):
     raise AssertionError("every candidate key answered BUSY")
 
 
-def t_no_cmsgpack_or_struct(srv):
-    """Redis 7.0 bundles cmsgpack and struct; rlimitd does not (docs/COMMANDS.md, Scripting):
-    reading them is the nonexistent-global error, and the bundled libraries Debian has are
-    there."""
+def t_cmsgpack_struct_hostile(srv):
+    """cmsgpack and struct (Redis 7.0's bundled libraries) under hostile input: lengths and
+    counts that claim more than the input holds, nesting past the Lua stack, results past it,
+    sizes, offsets and alignments at their limits, output past the Lua state's memory. Each
+    call answers an error (or a bounded result); the server stays up, other keys keep their
+    values and both libraries work afterwards."""
     c = srv.conn()
-    for name in ("cmsgpack", "struct"):
-        r = c.call("EVAL", "return type(%s)" % name, "0")
-        check(r.startswith(b"-ERR user_script:1: Script attempted to access nonexistent global "
-                           b"variable '%s'" % name.encode()), "%s: %r" % (name, r))
-    check(c.value("EVAL", "return {type(cjson), type(bit)}", "0") == [b"table", b"table"],
-          "cjson and bit")
+    check(c.value("SET", "hostile:keep", "v") == b"OK", "SET")
+
+    def fails(body, text, *args):
+        v = c.value("EVAL", body, "0", *args)
+        check(err(v) and text in str(v), "%s: %r" % (body[:60], v))
+
+    unpack = "return cmsgpack.unpack(ARGV[1])"
+    # counts and lengths claiming up to 2^32-1 on a few bytes: nothing sized from them
+    for hdr in (b"\xdd\xff\xff\xff\xff", b"\xdf\xff\xff\xff\xff", b"\xdc\xff\xff",
+                b"\xde\xff\xff", b"\xdb\xff\xff\xff\xff", b"\xda\xff\xff", b"\xd9\xff"):
+        fails(unpack, "Missing bytes in input.", hdr + b"\x01\x02")
+    fails(unpack, "Missing bytes in input.", b"\xdd\xff\xff\xff\xff" + b"\xc0" * 100000)
+    # nesting and results past the stack (8000 slots): errors, not a C stack overflow (the
+    # inputs are built in the script: they exceed a request's bulk length)
+    for rep in ("'\\145', 1000000", "'\\129', 1000000", "'\\129\\161a', 300000",
+                "'\\220\\0\\1', 300000"):
+        fails("return cmsgpack.unpack(string.rep(%s))" % rep, "stack overflow")
+    fails("return cmsgpack.unpack(string.rep('\\1', 1000000))",
+          "too many return values at once")
+    fails("return cmsgpack.unpack_limit(string.rep('\\1', 1000000), 2^40)", "stack overflow")
+    v = c.value("EVAL", "return {cmsgpack.unpack_limit(string.rep('\\1', 1000000), 3, 999997)}",
+                "0")
+    check(v == [-1, 1, 1, 1], "unpack_limit at the end of a long input: %r" % v)
+    for off in ("-1", "2^31", "2^32", "2^53", "-2^63", "1e300", "0/0"):
+        v = c.value("EVAL", "return cmsgpack.unpack_one(ARGV[1], %s)" % off, "0", b"\x01")
+        check(err(v) and ("Invalid request" in str(v) or "Start offset" in str(v)),
+              "unpack_one at %s: %r" % (off, v))
+    # 16 million empty tables: past the state's memory, "not enough memory"
+    fails("return cmsgpack.unpack('\\221\\0\\255\\255\\255' .. string.rep('\\144', 2^24))",
+          "not enough memory")
+    # packing: tables nested without end stop at 16, cycles too; too many arguments
+    v = c.value("EVAL", "local t = {} t[1] = t t.x = t return #cmsgpack.pack(t)", "0")
+    check(isinstance(v, int) and v > 0, "a cycle packs: %r" % v)
+    fails("local t = {} for i = 1, 7000 do t[i] = i end return cmsgpack.pack(unpack(t))",
+          "Too many arguments for MessagePack pack.")
+    # output past the state's memory (256 MB): an error, and the buffer is given back
+    fails("local s = string.rep('x', 100 * 2^20) return #cmsgpack.pack(s, s)",
+          "not enough memory")
+    v = c.value("EVAL", "return #cmsgpack.pack(string.rep('x', 2^20))", "0")
+    check(v == 1048581, "pack after the failure: %r" % v)
+    # struct: sizes at and past their limits, huge repeat counts, offsets anywhere
+    fails("return struct.pack('c2147483647', 'a')", "string too short")
+    fails("return struct.pack('i2147483648', 1)", "integral size overflow")
+    fails("return struct.pack('!4294967296', 1)", "integral size overflow")
+    fails("return struct.unpack('c2147483647', 'abc')", "data string too short")
+    fails("return struct.unpack('!1073741824xd', 'abcdefghijkl')", "data string too short")
+    fails("return struct.unpack(string.rep('b', 100000), string.rep('a', 100000))",
+          "too many results")
+    fails("return struct.pack(string.rep('i32', 100000), 1)", "number expected")
+    for off in ("-1", "2^53", "2^63", "-2^63", "1e300", "0/0"):
+        fails("return struct.unpack('b', 'a', %s)" % off, "data string too short")
+    fails("return struct.unpack('bc0', '\\255abc')", "data string too short")
+    v = c.value("EVAL", "return struct.size(string.rep('c2147483647', 1000))", "0")
+    check(v == 2147483647 * 1000, "size of a huge format: %r" % v)
+    v = c.value("EVAL", "return #struct.pack(string.rep('!8bd', 10000), " +
+                "unpack((function() local t = {} for i = 1, 7000 do t[i] = 1 end return t "
+                "end)()))", "0")
+    check(err(v) and "number expected" in str(v), "pack runs out of arguments: %r" % v)
+    # the server, the other keys and the libraries are intact
+    check(srv.alive() and c.value("PING") == b"PONG", "server alive")
+    check(c.value("GET", "hostile:keep") == b"v", "other keys intact")
+    v = c.value("EVAL", "return cmsgpack.unpack(cmsgpack.pack({1, {2}, x = 'y'}))[2][1] + "
+                "struct.unpack('>i', struct.pack('>i', 40))", "0")
+    check(v == 42, "libraries still work: %r" % v)
 
 
 def t_exec_on_a_busy_shard(srv):
@@ -567,7 +627,7 @@ def wait_log(srv, text):
 TESTS = [t_declared_keys, t_atomic_counter, t_multi_key_no_deadlock, t_one_clock,
          t_limiters_from_scripts, t_commandstats, t_redis_log, t_parallel_threads,
          t_same_shard_serialises, t_hostile, t_many_scripts, t_maxmemory,
-         t_scripts_shared_across_threads, t_multi_exec, t_busy_and_kill, t_no_cmsgpack_or_struct,
+         t_scripts_shared_across_threads, t_multi_exec, t_busy_and_kill, t_cmsgpack_struct_hostile,
          t_exec_on_a_busy_shard,
          t_unkillable_then_shutdown_nosave, t_sigterm_during_script_on_thread0]
 
