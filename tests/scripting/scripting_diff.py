@@ -115,8 +115,9 @@ CASES = {
                           "return tostring(getmetatable(getmetatable(_G)))",
                           "local n = 0 table.foreach(bit, function() n = n + 1 end) return n",
                           "return cjson.encode(bit)",
-                          "local n = 0 for k in pairs(_G) do "
-                          "if k ~= 'cmsgpack' and k ~= 'struct' then n = n + 1 end end return n",
+                          "local n = 0 for k in pairs(_G) do n = n + 1 end return n",
+                          "local n = 0 for k in pairs(cmsgpack) do n = n + 1 end return n",
+                          "table.insert(struct, 1)", "return tostring(getmetatable(struct))",
                           "table.insert(string, 1)", "table.insert(math, 1, 2)",
                           "table.insert(_G, 'x')", "table.insert(redis)",
                           "table.insert(cjson, 'a', 1)", "return {#string, rawget(string, 1)}",
