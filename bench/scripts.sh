@@ -3,9 +3,9 @@
 #
 #   bench/scripts.sh [RLIMITD_BINARY] [--requests N] [--rounds R]
 #
-# Starts Debian's redis-server and rlimitd (with 1, then 2 I/O threads) on free loopback ports,
-# SCRIPT LOADs into each rate-limiter-flexible's consume script (its incr-with-TTL script,
-# verbatim) and bench/gcra.lua, and drives each with redis-benchmark (50 clients, pipeline 16,
+# Starts Debian's redis-server and rlimitd (with 1, then 2 I/O threads, busy polling off) on free
+# loopback ports, SCRIPT LOADs into each rate-limiter-flexible's consume script (its
+# incr-with-TTL script, verbatim) and bench/gcra.lua, and drives each with redis-benchmark (50 clients, pipeline 16,
 # 100k random keys, so the scripts run on different keys and shards). For every run it prints
 # the server's CPU time per call (utime + stime of the whole process, all threads, from
 # /proc/PID/stat) and throughput; then, per round, the ratios rlimitd/Redis of CPU per call
@@ -79,8 +79,10 @@ run() { # label pid port sha args...
 start_rlimitd() { # threads
     local port
     port=$(free_port)
+    # No busy polling, as in zset.sh and types.sh: a spinning thread's CPU time is not work
+    # done for the calls (and with as many I/O threads as CPUs it is off anyway).
     "$RLIMITD" --port "$port" --bind 127.0.0.1 --save "" --dir "$WORK" --threads "$1" \
-        >/dev/null 2>&1 &
+        --busy-poll-us 0 >/dev/null 2>&1 &
     PIDS+=($!)
     RL_PID=$!
     RL_PORT=$port
