@@ -35,7 +35,11 @@
 #include "rlimitd/reply.h"
 #include "script_pool.h"
 
+#ifdef RLIMITD_FUZZ_SCRIPT_BUDGET
+#define SCRIPT_MEM_LIMIT ((size_t)32 << 20) /* fuzz builds: see fuzz_budget_hook */
+#else
 #define SCRIPT_MEM_LIMIT ((size_t)256 << 20) /* per thread's state */
+#endif
 #define GC_FULL_AFTER ((size_t)16 << 20) /* growth since the last full collection */
 #define REPLY_MAX_DEPTH 1000                 /* nesting of a script's reply */
 #define REPLY_KEEP 64 /* elements of a script's reply array read once (lua_to_reply) */
@@ -664,11 +668,25 @@ static int l_pcall_global(lua_State *L)
     return lua_gettop(L);
 }
 
+/* The handler xpcall gives Lua: the script's own (upvalue 1), unless the run was killed. Lua
+ * calls a handler with hooks off when the error came from a hook (the kill), so a handler that
+ * never returns would make the script unkillable: a killed run's error skips it. */
+static int xpcall_handler(lua_State *L)
+{
+    if (killed(engine_of(L)))
+        return 1; /* the kill's error, unchanged */
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
 /* xpcall, likewise unable to catch a kill. */
 static int l_xpcall_global(lua_State *L)
 {
     luaL_checkany(L, 2);
     lua_settop(L, 2);
+    lua_pushcclosure(L, xpcall_handler, 1);
     lua_insert(L, 1); /* handler under f */
     int rc = lua_pcall(L, 0, LUA_MULTRET, 1);
     if (rc != 0 && killed(engine_of(L)))
@@ -694,6 +712,53 @@ static void kill_hook(lua_State *L, lua_Debug *ar)
         return; /* a hook left from an earlier run: removed when the next one starts */
     push_error(L, KILLED_TEXT, sizeof(KILLED_TEXT) - 1);
     lua_error(L);
+}
+
+/* Coroutines. The signal handler hooks the state's main thread only: Lua cannot tell it which
+ * coroutine runs. So every coroutine gets a count hook when it is created, which looks for a
+ * kill every COROUTINE_CHECK instructions and then raises as kill_hook does (scripts seldom use
+ * coroutines; the main thread stays unhooked). A thread that already has a hook (copied from
+ * its creator: a coroutine's, a kill's, or a fuzz build's budget) keeps it. */
+#define COROUTINE_CHECK 1000
+
+static void coroutine_hook(lua_State *L, lua_Debug *ar)
+{
+    if (!killed(engine_of(L)))
+        return;
+    lua_sethook(L, kill_hook, LUA_MASKCOUNT, 1);
+    kill_hook(L, ar);
+}
+
+/* coroutine.create or coroutine.wrap (upvalue 1, Lua's own, run on this frame), then hooks the
+ * new thread (for wrap, the function's upvalue). */
+static int l_coroutine_new(lua_State *L)
+{
+    int n = lua_tocfunction(L, lua_upvalueindex(1))(L);
+    lua_State *co = lua_tothread(L, -1);
+    if (co == NULL && lua_getupvalue(L, -1, 1) != NULL) {
+        co = lua_tothread(L, -1);
+        lua_pop(L, 1);
+    }
+    if (co != NULL && lua_gethook(co) == NULL)
+        lua_sethook(co, coroutine_hook, LUA_MASKCOUNT, COROUTINE_CHECK);
+    return n;
+}
+
+/* Wraps create and wrap in the real coroutine table (the one the proxy reads, as luaopen_base
+ * registered it in _LOADED). Run once per state, after open_libs. */
+static int guard_coroutines(lua_State *L)
+{
+    static const char *const names[] = {"create", "wrap"};
+    lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+    lua_getfield(L, -1, LUA_COLIBNAME);
+    luaL_checktype(L, -1, LUA_TTABLE);
+    for (int i = 0; i < 2; i++) {
+        lua_getfield(L, -1, names[i]);
+        luaL_checktype(L, -1, LUA_TFUNCTION);
+        lua_pushcclosure(L, l_coroutine_new, 1);
+        lua_setfield(L, -2, names[i]);
+    }
+    return 0;
 }
 
 static void on_kill_signal(int signum)
@@ -1165,6 +1230,9 @@ static struct engine *engine_get(void)
         lua_pushcfunction(e->L, open_libs);
         if (lua_pcall(e->L, 0, 0, 0) != 0)
             abort(); /* only out of memory, far below the limit: nothing sane to do */
+        lua_pushcfunction(e->L, guard_coroutines);
+        if (lua_pcall(e->L, 0, 0, 0) != 0)
+            abort();
         lua_pushcfunction(e->L, err_handler);
         e->handler_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
         lua_pushliteral(e->L, "err");
@@ -1264,6 +1332,29 @@ static void set_array(lua_State *L, int w, int name, char **v, const size_t *len
     lua_rawset(L, w);
 }
 
+#ifdef RLIMITD_FUZZ_SCRIPT_BUDGET
+/* Fuzz builds only (tests/fuzz/meson.build defines the budget): the fuzz target is one thread
+ * and cannot send SCRIPT KILL, so every run may spend about RLIMITD_FUZZ_SCRIPT_BUDGET VM
+ * instructions, charged FUZZ_STEP per count event and FUZZ_CALL_COST per call (a coroutine
+ * starts with a fresh count: each one costs at least its first call). A spent budget kills the
+ * run as SCRIPT KILL does, so the fuzzer drives the kill path too. The daemon's build installs
+ * no hook here: scripts run unhooked until a kill. */
+#define FUZZ_STEP 100
+#define FUZZ_CALL_COST 20
+static __thread long long fuzz_budget;
+
+static void fuzz_budget_hook(lua_State *L, lua_Debug *ar)
+{
+    struct engine *e = engine_of(L);
+    fuzz_budget -= ar->event == LUA_HOOKCOUNT ? FUZZ_STEP : FUZZ_CALL_COST;
+    if (fuzz_budget >= 0 && !killed(e))
+        return;
+    atomic_store(&e->kill_start, e->cur_start);
+    lua_sethook(L, kill_hook, LUA_MASKCOUNT, 1); /* this thread (coroutine) raises from now on */
+    kill_hook(L, ar);
+}
+#endif
+
 void script_run(const char *sha, struct script_hold *h, int64_t start_ns, char **keys,
                 const size_t *klens, int nkeys, char **args, const size_t *alens, int nargs,
                 struct rbuf *out)
@@ -1282,7 +1373,12 @@ void script_run(const char *sha, struct script_hold *h, int64_t start_ns, char *
     e->hold = h;
     e->handled = 0;
     atomic_store(&e->wrote, 0);
+#ifdef RLIMITD_FUZZ_SCRIPT_BUDGET
+    fuzz_budget = RLIMITD_FUZZ_SCRIPT_BUDGET;
+    lua_sethook(L, fuzz_budget_hook, LUA_MASKCOUNT | LUA_MASKCALL, FUZZ_STEP);
+#else
     lua_sethook(L, NULL, 0, 0); /* a kill's hook from an earlier run; before run_start */
+#endif
     int64_t start = start_ns;
     if (start <= e->last_start)
         start = e->last_start + 1;
