@@ -141,6 +141,34 @@ CASES = {
            "function(m) return m end) return {type(e), e.err}"),
         ev("return {pcall(function() return 1, 2 end)}"),
         ev("return {pcall(function() error('x', 0) end)}")],
+    # xpcall's handler and coroutine.create/wrap are rlimitd's wrappers (so a kill ends them).
+    "xpcall and coroutines": [
+        ev("return {xpcall(function() error('x') end, function(m) return 'h:' .. m end)}"),
+        ev("return {xpcall(function() return 1, 2 end, print)}"),
+        ev("return {xpcall(function() error({1}) end, function(m) return type(m) end)}"),
+        ev("return {xpcall(function() error('x') end, function(m) error('again') end)}"),
+        ev("return {xpcall(function() error('x') end, 1)}"),
+        ev("return {xpcall(function() error('x') end, function(a, b) return tostring(b) end)}"),
+        ev("return {xpcall(function() error('x') end, function() return 1, 2 end)}"),
+        ev("return {xpcall(function() return xpcall(error, function(m) return 'in' end) end, "
+           "function() return 'out' end)}"),
+        ev("local co = coroutine.create(function(a, b) local c = coroutine.yield(a + b) "
+           "error('x' .. c) end) local r = {coroutine.resume(co, 1, 2)} "
+           "r[#r + 1] = coroutine.status(co) local ok, e = coroutine.resume(co, 'y') "
+           "return {r, tostring(ok), e, coroutine.status(co), "
+           "{coroutine.resume(co)}}"),
+        ev("local f = coroutine.wrap(function(a) coroutine.yield(a) return 'done' end) "
+           "return {f(5), f(), pcall(f)}"),
+        ev("return coroutine.wrap(function() error('in wrap') end)()"),
+        ev("return coroutine.wrap(function() redis.call('nosuch') end)()"),
+        ev("return {pcall(coroutine.create, print)}"),
+        ev("return {pcall(coroutine.wrap, 1)}"),
+        ev("return {pcall(coroutine.create)}"),
+        ev("return type(coroutine.wrap(function() end))"),
+        ev("local co = coroutine.create(function() return coroutine.running() end) "
+           "local ok, r = coroutine.resume(co) return {tostring(ok), r == co}"),
+        ev("return coroutine.resume(coroutine.create(function() "
+           "return coroutine.resume(coroutine.create(function() return 7 end)) end))")],
     "not allowed from scripts": [ev("return redis.call('%s')" % c) for c in
                                  ("multi", "exec", "discard", "save", "bgsave", "shutdown",
                                   "hello", "quit", "reset")] +

@@ -421,6 +421,37 @@ def t_busy_and_kill(srv):
         c.value("CONFIG", "SET", "busy-reply-threshold", "5000")
 
 
+def t_kill_reaches_handlers_and_coroutines(srv):
+    """SCRIPT KILL ends a script looping in an xpcall handler (Lua runs a handler with hooks off
+    when the error came from the kill's hook) or inside a coroutine (the kill hooks the main
+    thread; each coroutine checks for a kill itself)."""
+    c = srv.conn()
+    check(c.value("CONFIG", "SET", "busy-reply-threshold", "200") == b"OK", "set threshold")
+    a, b = find_other_thread_pair(srv)
+    bodies = [
+        "return xpcall(function() while true do end end, function(e) while true do end end)",
+        "return xpcall(function() error('first') end, function(e) while true do end end)",
+        "return coroutine.wrap(function() while true do end end)()",
+        "while true do coroutine.resume(coroutine.create(function() while true do end end)) end",
+        "return coroutine.wrap(function() return coroutine.wrap(function() "
+        "while true do pcall(function() while true do end end) end end)() end)()",
+    ]
+    try:
+        for body in bodies:
+            a.send("EVAL", body, "1", "kill:k")
+            wait_busy(b, "kill:k")
+            check(b.call("SCRIPT", "KILL") == b"+OK\r\n", "SCRIPT KILL of " + body)
+            reply = a.raw()
+            check(reply.startswith(b"-ERR Script killed by user with SCRIPT KILL..."),
+                  "%s: killed, not %r" % (body, reply))
+            check(b.value("GET", "kill:k") is None, "its key is free again")
+        check(a.value("EVAL", "return coroutine.wrap(function() local n = 0 "
+                      "for i = 1, 100000 do n = n + i end return n end)()", "0") == 5000050000,
+              "a coroutine runs to its end after the kills")
+    finally:
+        c.value("CONFIG", "SET", "busy-reply-threshold", "5000")
+
+
 def free_key(b, prefix):
     """A key whose shard the busy script does not hold (GET answers at once, not BUSY): keys
     hash to shards with a per-process seed, so any fixed name may share the script's shard."""
@@ -567,7 +598,8 @@ def wait_log(srv, text):
 TESTS = [t_declared_keys, t_atomic_counter, t_multi_key_no_deadlock, t_one_clock,
          t_limiters_from_scripts, t_commandstats, t_redis_log, t_parallel_threads,
          t_same_shard_serialises, t_hostile, t_many_scripts, t_maxmemory,
-         t_scripts_shared_across_threads, t_multi_exec, t_busy_and_kill, t_no_cmsgpack_or_struct,
+         t_scripts_shared_across_threads, t_multi_exec, t_busy_and_kill,
+         t_kill_reaches_handlers_and_coroutines, t_no_cmsgpack_or_struct,
          t_exec_on_a_busy_shard,
          t_unkillable_then_shutdown_nosave, t_sigterm_during_script_on_thread0]
 
