@@ -811,7 +811,10 @@ static int l_random(lua_State *L)
         int l = luaL_checkint(L, 1);
         int u = luaL_checkint(L, 2);
         luaL_argcheck(L, l <= u, 2, "interval is empty");
-        lua_pushnumber(L, floor(r * (u - l + 1)) + l);
+        /* u - l + 1 wraps in 32 bits as in Redis's Lua (an int overflow there, which its
+         * compiler wraps): computed unsigned here, without the undefined signed overflow. */
+        int span = (int)((uint32_t)u - (uint32_t)l + 1u);
+        lua_pushnumber(L, floor(r * span) + l);
         break;
     }
     default:

@@ -169,6 +169,14 @@ CASES = {
            "local ok, r = coroutine.resume(co) return {tostring(ok), r == co}"),
         ev("return coroutine.resume(coroutine.create(function() "
            "return coroutine.resume(coroutine.create(function() return 7 end)) end))")],
+    # The interval's size wraps in 32 bits as Redis's Lua computes it (UBSan in tests/fuzz reported the int overflow).
+    "math.random at the int limits": [
+        ev("math.randomseed(7) return {math.random(-2147483648, 2147483647), "
+           "math.random(0, 2147483647), math.random(-2147483648, 0), "
+           "math.random(-2147483647, 2147483647), math.random(5, 5), math.random(2147483647), "
+           "math.random(1, 2147483647), math.random(-3, -1)}"),
+        ev("math.randomseed(-1) return {math.random(-2147483648, -2147483648), "
+           "math.random(2147483647, 2147483647)}")],
     "not allowed from scripts": [ev("return redis.call('%s')" % c) for c in
                                  ("multi", "exec", "discard", "save", "bgsave", "shutdown",
                                   "hello", "quit", "reset")] +
