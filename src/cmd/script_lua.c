@@ -744,20 +744,68 @@ static int l_coroutine_new(lua_State *L)
     return n;
 }
 
-/* Wraps create and wrap in the real coroutine table (the one the proxy reads, as luaopen_base
- * registered it in _LOADED). Run once per state, after open_libs. */
-static int guard_coroutines(lua_State *L)
+/* Pattern matching. Lua 5.1's matcher recurses once per pattern item that can repeat,
+ * capture or be optional, with no depth limit, so a pattern of some 100k such items overflowed
+ * the I/O thread's C stack and crashed the server (Redis 7.0 crashes the same way). A pattern
+ * with more than PATTERN_MAX_DEPTH of the bytes that may recurse (?*+-(), counted wherever they
+ * are, so a bound above the real depth) fails as Lua 5.2 fails a too deep match; about 1 MB of
+ * stack at most. string.find's plain search does not recurse and is not bounded. */
+#define PATTERN_MAX_DEPTH 10000
+
+/* Raises Lua 5.2's error if the pattern (argument 2) may recurse deeper than allowed. */
+static void check_pattern(lua_State *L)
 {
-    static const char *const names[] = {"create", "wrap"};
+    size_t n;
+    const char *p = lua_isstring(L, 2) ? lua_tolstring(L, 2, &n) : NULL;
+    if (p == NULL)
+        return; /* Lua's function reports the bad argument */
+    size_t depth = 0;
+    for (size_t i = 0; i < n; i++)
+        depth += p[i] == '?' || p[i] == '*' || p[i] == '+' || p[i] == '-' || p[i] == '(' ||
+                 p[i] == ')';
+    if (depth > PATTERN_MAX_DEPTH)
+        luaL_error(L, "pattern too complex");
+}
+
+/* string.match, gmatch or gsub (upvalue 1: Lua's own, run on this frame). */
+static int l_pattern_guard(lua_State *L)
+{
+    check_pattern(L);
+    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+}
+
+/* string.find, whose fourth argument may ask for a plain search. */
+static int l_find_guard(lua_State *L)
+{
+    if (!lua_toboolean(L, 4))
+        check_pattern(L);
+    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+}
+
+/* Replaces lib.name in the real library table (the one its proxy reads, as the library
+ * registered it in _LOADED) by fn with the original as upvalue 1. */
+static void wrap_lib_fn(lua_State *L, const char *lib, const char *name, lua_CFunction fn)
+{
     lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
-    lua_getfield(L, -1, LUA_COLIBNAME);
+    lua_getfield(L, -1, lib);
     luaL_checktype(L, -1, LUA_TTABLE);
-    for (int i = 0; i < 2; i++) {
-        lua_getfield(L, -1, names[i]);
-        luaL_checktype(L, -1, LUA_TFUNCTION);
-        lua_pushcclosure(L, l_coroutine_new, 1);
-        lua_setfield(L, -2, names[i]);
-    }
+    lua_getfield(L, -1, name);
+    luaL_checktype(L, -1, LUA_TFUNCTION);
+    lua_pushcclosure(L, fn, 1);
+    lua_setfield(L, -2, name);
+    lua_pop(L, 2);
+}
+
+/* Run once per state, after open_libs: the wrappers above that keep a script within what the
+ * process can survive and SCRIPT KILL can stop. */
+static int guard_libs(lua_State *L)
+{
+    wrap_lib_fn(L, LUA_COLIBNAME, "create", l_coroutine_new);
+    wrap_lib_fn(L, LUA_COLIBNAME, "wrap", l_coroutine_new);
+    wrap_lib_fn(L, LUA_STRLIBNAME, "find", l_find_guard);
+    wrap_lib_fn(L, LUA_STRLIBNAME, "match", l_pattern_guard);
+    wrap_lib_fn(L, LUA_STRLIBNAME, "gmatch", l_pattern_guard);
+    wrap_lib_fn(L, LUA_STRLIBNAME, "gsub", l_pattern_guard);
     return 0;
 }
 
@@ -1233,7 +1281,7 @@ static struct engine *engine_get(void)
         lua_pushcfunction(e->L, open_libs);
         if (lua_pcall(e->L, 0, 0, 0) != 0)
             abort(); /* only out of memory, far below the limit: nothing sane to do */
-        lua_pushcfunction(e->L, guard_coroutines);
+        lua_pushcfunction(e->L, guard_libs);
         if (lua_pcall(e->L, 0, 0, 0) != 0)
             abort();
         lua_pushcfunction(e->L, err_handler);

@@ -177,6 +177,25 @@ CASES = {
            "math.random(1, 2147483647), math.random(-3, -1)}"),
         ev("math.randomseed(-1) return {math.random(-2147483648, -2147483648), "
            "math.random(2147483647, 2147483647)}")],
+    # string.find/match/gmatch/gsub are rlimitd's wrappers (bounding a pattern's recursion).
+    "patterns": [
+        ev("return {string.find('hello world', 'o', 6)}"),
+        ev("return {string.find('a.b', '.', 1, true), string.find('a.b', '%.')}"),
+        ev("return {string.find('key:12:x', '(%a+):(%d+)')}"),
+        ev("return {string.match('  trim  ', '^%s*(.-)%s*$'), string.match('x=1', '()=()')}"),
+        ev("return {string.gsub('hello world', '(%w+)', '<%1>')}"),
+        ev("return {string.gsub('abc', '%w', {a='1', b=true})}"),
+        ev("return {string.gsub('abc', '.', function(c) return c:upper() end, 2)}"),
+        ev("local t = {} for k, v in string.gmatch('a=1, b=2', '(%w+)=(%w+)') do "
+           "t[#t + 1] = k .. v end return t"),
+        ev("return {string.match('f(a(b)c)d', '%b()'), string.find('THE (quick)', '%f[%a]%a+')}"),
+        ev("return {('abc'):find('b'), ('abc'):match('(b)(c)'), ('abc'):gsub('', '-')}"),
+        ev("return string.find('x', '[a')"), ev("return string.gsub('x', '(', 'y')"),
+        ev("return string.gsub('x', 'x', '%2')"), ev("return string.match('x', '%')"),
+        ev("return string.find()"), ev("return string.find('x', {})"),
+        ev("return string.gsub('x', 'x', 1, 'n')"), ev("return {string.find(12345, 34)}"),
+        ev("return {string.find('a+b', '+', 1, 1)}"),
+        ev("return #string.match(string.rep('a', 900), string.rep('a?', 900))")],
     "not allowed from scripts": [ev("return redis.call('%s')" % c) for c in
                                  ("multi", "exec", "discard", "save", "bgsave", "shutdown",
                                   "hello", "quit", "reset")] +

@@ -452,6 +452,29 @@ def t_kill_reaches_handlers_and_coroutines(srv):
         c.value("CONFIG", "SET", "busy-reply-threshold", "5000")
 
 
+def t_deep_patterns(srv):
+    """Lua 5.1's matcher recurses once per pattern item with no limit: a pattern of 300000
+    optional items overflowed the C stack and killed the server (Redis 7.0 dies the same way).
+    A pattern that may recurse more than 10000 deep answers Lua 5.2's error instead."""
+    c = srv.conn()
+    deep = "string.rep('a?', 300000)"
+    for call in ("string.find(string.rep('a', 300000), %s .. 'b')" % deep,
+                 "string.match(string.rep('a', 300000), %s)" % deep,
+                 "string.gsub('x', string.rep('(', 20000), 'y')",
+                 "string.gmatch('x', string.rep('a*', 10001))",
+                 "(string.rep('a', 50000)):find(string.rep('a-', 20000))"):
+        r = c.call("EVAL", "return " + call, "0")
+        check(r.startswith(b"-ERR user_script:1: pattern too complex script: "),
+              "%s: %r" % (call, r[:200]))
+        check(c.value("PING") == b"PONG", "alive after " + call)
+    check(c.value("EVAL", "return #string.match(string.rep('a', 10000), "
+                  "string.rep('a?', 10000))", "0") == 10000, "10000 deep still matches")
+    check(c.value("EVAL", "return string.find(string.rep('a', 30000) .. '?', "
+                  "string.rep('?', 1), 30001, true)", "0") == 30001, "plain find")
+    check(c.value("EVAL", "return string.find(string.rep('?', 20000), string.rep('?', 20000), "
+                  "1, true)", "0") == 1, "a plain find is not bounded")
+
+
 def free_key(b, prefix):
     """A key whose shard the busy script does not hold (GET answers at once, not BUSY): keys
     hash to shards with a per-process seed, so any fixed name may share the script's shard."""
@@ -599,7 +622,7 @@ TESTS = [t_declared_keys, t_atomic_counter, t_multi_key_no_deadlock, t_one_clock
          t_limiters_from_scripts, t_commandstats, t_redis_log, t_parallel_threads,
          t_same_shard_serialises, t_hostile, t_many_scripts, t_maxmemory,
          t_scripts_shared_across_threads, t_multi_exec, t_busy_and_kill,
-         t_kill_reaches_handlers_and_coroutines, t_no_cmsgpack_or_struct,
+         t_kill_reaches_handlers_and_coroutines, t_deep_patterns, t_no_cmsgpack_or_struct,
          t_exec_on_a_busy_shard,
          t_unkillable_then_shutdown_nosave, t_sigterm_during_script_on_thread0]
 
