@@ -14,7 +14,9 @@
  *
  * Every command is then dispatched through cmd_execute on a scratch keyspace with a fake clock
  * that advances 1 ms per command (so expiry paths run too, the same way in both runs). Replies
- * are not compared: INFO and CLIENT LIST legitimately differ between the two runs. */
+ * are not compared: INFO and CLIENT LIST legitimately differ between the two runs. Scripts run
+ * in a fresh Lua state per run, built with RLIMITD_FUZZ_SCRIPT_BUDGET (meson.build), so every
+ * script ends. FUZZ_RESP_TRACE=1 prints each command's reply while an input replays. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
