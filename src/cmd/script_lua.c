@@ -782,6 +782,17 @@ static int l_find_guard(lua_State *L)
     return lua_tocfunction(L, lua_upvalueindex(1))(L);
 }
 
+/* string.rep (upvalue 1: Lua's own) answers an empty string at once: Lua 5.1 appends it n times,
+ * up to 2^31 - 1 times, seconds of C work that SCRIPT KILL cannot interrupt. */
+static int l_rep_guard(lua_State *L)
+{
+    if (lua_isstring(L, 1) && lua_objlen(L, 1) == 0 && lua_isnumber(L, 2)) {
+        lua_pushliteral(L, "");
+        return 1;
+    }
+    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+}
+
 /* Replaces lib.name in the real library table (the one its proxy reads, as the library
  * registered it in _LOADED) by fn with the original as upvalue 1. */
 static void wrap_lib_fn(lua_State *L, const char *lib, const char *name, lua_CFunction fn)
@@ -806,6 +817,7 @@ static int guard_libs(lua_State *L)
     wrap_lib_fn(L, LUA_STRLIBNAME, "match", l_pattern_guard);
     wrap_lib_fn(L, LUA_STRLIBNAME, "gmatch", l_pattern_guard);
     wrap_lib_fn(L, LUA_STRLIBNAME, "gsub", l_pattern_guard);
+    wrap_lib_fn(L, LUA_STRLIBNAME, "rep", l_rep_guard);
     return 0;
 }
 

@@ -196,6 +196,11 @@ CASES = {
         ev("return string.gsub('x', 'x', 1, 'n')"), ev("return {string.find(12345, 34)}"),
         ev("return {string.find('a+b', '+', 1, 1)}"),
         ev("return #string.match(string.rep('a', 900), string.rep('a?', 900))")],
+    "string.rep": [ev("return {string.rep('', 5), string.rep('', -1), string.rep('ab', 3), "
+                      "string.rep(12, 2), string.rep('', '3'), ('x'):rep(0)}"),
+                   ev("return string.rep('', 'x')"), ev("return string.rep('')"),
+                   ev("return string.rep({}, 1)"), ev("return string.rep('', {})"),
+                   ev("return #string.rep('', 100000000)")],
     "not allowed from scripts": [ev("return redis.call('%s')" % c) for c in
                                  ("multi", "exec", "discard", "save", "bgsave", "shutdown",
                                   "hello", "quit", "reset")] +
