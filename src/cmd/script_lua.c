@@ -47,7 +47,11 @@
 #include "script_pool.h"
 #include "script_struct.h"
 
+#ifdef RLIMITD_FUZZ_SCRIPT_BUDGET
+#define SCRIPT_MEM_LIMIT ((size_t)32 << 20) /* fuzz builds: see fuzz_budget_hook */
+#else
 #define SCRIPT_MEM_LIMIT ((size_t)256 << 20) /* per thread's state */
+#endif
 #define GC_FULL_AFTER ((size_t)16 << 20) /* growth since the last full collection */
 /* The collector's pause (how far the heap grows past the live data before a new cycle): Lua's
  * default of 200% once the heap is past GC_SMALL_HEAP, and twice that below it, where a cycle
@@ -699,11 +703,25 @@ static int l_pcall_global(lua_State *L)
     return lua_gettop(L);
 }
 
+/* The handler xpcall gives Lua: the script's own (upvalue 1), unless the run was killed. Lua
+ * calls a handler with hooks off when the error came from a hook (the kill), so a handler that
+ * never returns would make the script unkillable: a killed run's error skips it. */
+static int xpcall_handler(lua_State *L)
+{
+    if (killed(engine_of(L)))
+        return 1; /* the kill's error, unchanged */
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
 /* xpcall, likewise unable to catch a kill. */
 static int l_xpcall_global(lua_State *L)
 {
     luaL_checkany(L, 2);
     lua_settop(L, 2);
+    lua_pushcclosure(L, xpcall_handler, 1);
     lua_insert(L, 1); /* handler under f */
     int rc = lua_pcall(L, 0, LUA_MULTRET, 1);
     if (rc != 0 && killed(engine_of(L)))
@@ -729,6 +747,113 @@ static void kill_hook(lua_State *L, lua_Debug *ar)
         return; /* a hook left from an earlier run: removed when the next one starts */
     push_error(L, KILLED_TEXT, sizeof(KILLED_TEXT) - 1);
     lua_error(L);
+}
+
+/* Coroutines. The signal handler hooks the state's main thread only: Lua cannot tell it which
+ * coroutine runs. So every coroutine gets a count hook when it is created, which looks for a
+ * kill every COROUTINE_CHECK instructions and then raises as kill_hook does (scripts seldom use
+ * coroutines; the main thread stays unhooked). A thread that already has a hook (copied from
+ * its creator: a coroutine's, a kill's, or a fuzz build's budget) keeps it. */
+#define COROUTINE_CHECK 1000
+
+static void coroutine_hook(lua_State *L, lua_Debug *ar)
+{
+    if (!killed(engine_of(L)))
+        return;
+    lua_sethook(L, kill_hook, LUA_MASKCOUNT, 1);
+    kill_hook(L, ar);
+}
+
+/* coroutine.create or coroutine.wrap (upvalue 1, Lua's own, run on this frame), then hooks the
+ * new thread (for wrap, the function's upvalue). */
+static int l_coroutine_new(lua_State *L)
+{
+    int n = lua_tocfunction(L, lua_upvalueindex(1))(L);
+    lua_State *co = lua_tothread(L, -1);
+    if (co == NULL && lua_getupvalue(L, -1, 1) != NULL) {
+        co = lua_tothread(L, -1);
+        lua_pop(L, 1);
+    }
+    if (co != NULL && lua_gethook(co) == NULL)
+        lua_sethook(co, coroutine_hook, LUA_MASKCOUNT, COROUTINE_CHECK);
+    return n;
+}
+
+/* Pattern matching. Lua 5.1's matcher recurses once per pattern item that can repeat,
+ * capture or be optional, with no depth limit, so a pattern of some 100k such items overflowed
+ * the I/O thread's C stack and crashed the server (Redis 7.0 crashes the same way). A pattern
+ * with more than PATTERN_MAX_DEPTH of the bytes that may recurse (?*+-(), counted wherever they
+ * are, so a bound above the real depth) fails as Lua 5.2 fails a too deep match; about 1 MB of
+ * stack at most. string.find's plain search does not recurse and is not bounded. */
+#define PATTERN_MAX_DEPTH 10000
+
+/* Raises Lua 5.2's error if the pattern (argument 2) may recurse deeper than allowed. */
+static void check_pattern(lua_State *L)
+{
+    size_t n;
+    const char *p = lua_isstring(L, 2) ? lua_tolstring(L, 2, &n) : NULL;
+    if (p == NULL)
+        return; /* Lua's function reports the bad argument */
+    size_t depth = 0;
+    for (size_t i = 0; i < n; i++)
+        depth += p[i] == '?' || p[i] == '*' || p[i] == '+' || p[i] == '-' || p[i] == '(' ||
+                 p[i] == ')';
+    if (depth > PATTERN_MAX_DEPTH)
+        luaL_error(L, "pattern too complex");
+}
+
+/* string.match, gmatch or gsub (upvalue 1: Lua's own, run on this frame). */
+static int l_pattern_guard(lua_State *L)
+{
+    check_pattern(L);
+    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+}
+
+/* string.find, whose fourth argument may ask for a plain search. */
+static int l_find_guard(lua_State *L)
+{
+    if (!lua_toboolean(L, 4))
+        check_pattern(L);
+    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+}
+
+/* string.rep (upvalue 1: Lua's own) answers an empty string at once: Lua 5.1 appends it n times,
+ * up to 2^31 - 1 times, seconds of C work that SCRIPT KILL cannot interrupt. */
+static int l_rep_guard(lua_State *L)
+{
+    if (lua_isstring(L, 1) && lua_objlen(L, 1) == 0 && lua_isnumber(L, 2)) {
+        lua_pushliteral(L, "");
+        return 1;
+    }
+    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+}
+
+/* Replaces lib.name in the real library table (the one its proxy reads, as the library
+ * registered it in _LOADED) by fn with the original as upvalue 1. */
+static void wrap_lib_fn(lua_State *L, const char *lib, const char *name, lua_CFunction fn)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+    lua_getfield(L, -1, lib);
+    luaL_checktype(L, -1, LUA_TTABLE);
+    lua_getfield(L, -1, name);
+    luaL_checktype(L, -1, LUA_TFUNCTION);
+    lua_pushcclosure(L, fn, 1);
+    lua_setfield(L, -2, name);
+    lua_pop(L, 2);
+}
+
+/* Run once per state, after open_libs: the wrappers above that keep a script within what the
+ * process can survive and SCRIPT KILL can stop. */
+static int guard_libs(lua_State *L)
+{
+    wrap_lib_fn(L, LUA_COLIBNAME, "create", l_coroutine_new);
+    wrap_lib_fn(L, LUA_COLIBNAME, "wrap", l_coroutine_new);
+    wrap_lib_fn(L, LUA_STRLIBNAME, "find", l_find_guard);
+    wrap_lib_fn(L, LUA_STRLIBNAME, "match", l_pattern_guard);
+    wrap_lib_fn(L, LUA_STRLIBNAME, "gmatch", l_pattern_guard);
+    wrap_lib_fn(L, LUA_STRLIBNAME, "gsub", l_pattern_guard);
+    wrap_lib_fn(L, LUA_STRLIBNAME, "rep", l_rep_guard);
+    return 0;
 }
 
 static void on_kill_signal(int signum)
@@ -781,7 +906,10 @@ static int l_random(lua_State *L)
         int l = luaL_checkint(L, 1);
         int u = luaL_checkint(L, 2);
         luaL_argcheck(L, l <= u, 2, "interval is empty");
-        lua_pushnumber(L, floor(r * (u - l + 1)) + l);
+        /* u - l + 1 wraps in 32 bits as in Redis's Lua (an int overflow there, which its
+         * compiler wraps): computed unsigned here, without the undefined signed overflow. */
+        int span = (int)((uint32_t)u - (uint32_t)l + 1u);
+        lua_pushnumber(L, floor(r * span) + l);
         break;
     }
     default:
@@ -1384,6 +1512,9 @@ static struct engine *engine_get(void)
         lua_pushcfunction(e->L, open_libs);
         if (lua_pcall(e->L, 0, 0, 0) != 0)
             abort(); /* only out of memory, far below the limit: nothing sane to do */
+        lua_pushcfunction(e->L, guard_libs);
+        if (lua_pcall(e->L, 0, 0, 0) != 0)
+            abort();
         lua_pushcfunction(e->L, err_handler);
         e->handler_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
         lua_pushliteral(e->L, "err");
@@ -1544,6 +1675,29 @@ static void set_array(lua_State *L, int env, int name, char **v, const size_t *l
         lua_rawset(L, env);
 }
 
+#ifdef RLIMITD_FUZZ_SCRIPT_BUDGET
+/* Fuzz builds only (tests/fuzz/meson.build defines the budget): the fuzz target is one thread
+ * and cannot send SCRIPT KILL, so every run may spend about RLIMITD_FUZZ_SCRIPT_BUDGET VM
+ * instructions, charged FUZZ_STEP per count event and FUZZ_CALL_COST per call (a coroutine
+ * starts with a fresh count: each one costs at least its first call). A spent budget kills the
+ * run as SCRIPT KILL does, so the fuzzer drives the kill path too. The daemon's build installs
+ * no hook here: scripts run unhooked until a kill. */
+#define FUZZ_STEP 100
+#define FUZZ_CALL_COST 20
+static __thread long long fuzz_budget;
+
+static void fuzz_budget_hook(lua_State *L, lua_Debug *ar)
+{
+    struct engine *e = engine_of(L);
+    fuzz_budget -= ar->event == LUA_HOOKCOUNT ? FUZZ_STEP : FUZZ_CALL_COST;
+    if (fuzz_budget >= 0 && !killed(e))
+        return;
+    atomic_store(&e->kill_start, e->cur_start);
+    lua_sethook(L, kill_hook, LUA_MASKCOUNT, 1); /* this thread (coroutine) raises from now on */
+    kill_hook(L, ar);
+}
+#endif
+
 void script_run(const char *sha, struct script_hold *h, int64_t start_ns, char **keys,
                 const size_t *klens, int nkeys, char **args, const size_t *alens, int nargs,
                 struct rbuf *out)
@@ -1567,7 +1721,12 @@ void script_run(const char *sha, struct script_hold *h, int64_t start_ns, char *
     e->hold = h;
     e->handled = 0;
     atomic_store(&e->wrote, 0);
+#ifdef RLIMITD_FUZZ_SCRIPT_BUDGET
+    fuzz_budget = RLIMITD_FUZZ_SCRIPT_BUDGET;
+    lua_sethook(L, fuzz_budget_hook, LUA_MASKCOUNT | LUA_MASKCALL, FUZZ_STEP);
+#else
     lua_sethook(L, NULL, 0, 0); /* a kill's hook from an earlier run; before run_start */
+#endif
     int64_t start = start_ns;
     if (start <= e->last_start)
         start = e->last_start + 1;

@@ -14,7 +14,9 @@
  *
  * Every command is then dispatched through cmd_execute on a scratch keyspace with a fake clock
  * that advances 1 ms per command (so expiry paths run too, the same way in both runs). Replies
- * are not compared: INFO and CLIENT LIST legitimately differ between the two runs. */
+ * are not compared: INFO and CLIENT LIST legitimately differ between the two runs. Scripts run
+ * in a fresh Lua state per run, built with RLIMITD_FUZZ_SCRIPT_BUDGET (meson.build), so every
+ * script ends. FUZZ_RESP_TRACE=1 prints each command's reply while an input replays. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +89,9 @@ static void run_fini(struct fuzz_run *run)
     ks_destroy(&run->ks);
 }
 
+/* FUZZ_RESP_TRACE set: every command's reply goes to stderr (reading what an input does). */
+static int trace;
+
 static void handle_command(struct fuzz_run *run, int argc, char **argv, const size_t *lens)
 {
     if (argc < 1)
@@ -108,6 +113,9 @@ static void handle_command(struct fuzz_run *run, int argc, char **argv, const si
         abort(); /* every command answers something */
     if (run->out.len > 0 && strchr("+-:$*", run->out.p[0]) == NULL)
         abort();
+    if (trace)
+        fprintf(stderr, "%s -> %.*s\n", argv[0], (int)(run->out.len < 300 ? run->out.len : 300),
+                run->out.p);
     clock_advance_fake(1000000);
 }
 
@@ -224,6 +232,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct fuzz_run whole, cut;
     uint64_t h = 0xcbf29ce484222325ULL;
 
+    trace = getenv("FUZZ_RESP_TRACE") != NULL;
     for (size_t i = 0; i < size; i++)
         h = (h ^ data[i]) * 0x100000001b3ULL;
     const struct resp_limits *lim = &profiles[h % (sizeof(profiles) / sizeof(profiles[0]))];

@@ -203,6 +203,66 @@ CASES = {
            "function(m) return m end) return {type(e), e.err}"),
         ev("return {pcall(function() return 1, 2 end)}"),
         ev("return {pcall(function() error('x', 0) end)}")],
+    # xpcall's handler and coroutine.create/wrap are rlimitd's wrappers (so a kill ends them).
+    "xpcall and coroutines": [
+        ev("return {xpcall(function() error('x') end, function(m) return 'h:' .. m end)}"),
+        ev("return {xpcall(function() return 1, 2 end, print)}"),
+        ev("return {xpcall(function() error({1}) end, function(m) return type(m) end)}"),
+        ev("return {xpcall(function() error('x') end, function(m) error('again') end)}"),
+        ev("return {xpcall(function() error('x') end, 1)}"),
+        ev("return {xpcall(function() error('x') end, function(a, b) return tostring(b) end)}"),
+        ev("return {xpcall(function() error('x') end, function() return 1, 2 end)}"),
+        ev("return {xpcall(function() return xpcall(error, function(m) return 'in' end) end, "
+           "function() return 'out' end)}"),
+        ev("local co = coroutine.create(function(a, b) local c = coroutine.yield(a + b) "
+           "error('x' .. c) end) local r = {coroutine.resume(co, 1, 2)} "
+           "r[#r + 1] = coroutine.status(co) local ok, e = coroutine.resume(co, 'y') "
+           "return {r, tostring(ok), e, coroutine.status(co), "
+           "{coroutine.resume(co)}}"),
+        ev("local f = coroutine.wrap(function(a) coroutine.yield(a) return 'done' end) "
+           "return {f(5), f(), pcall(f)}"),
+        ev("return coroutine.wrap(function() error('in wrap') end)()"),
+        ev("return coroutine.wrap(function() redis.call('nosuch') end)()"),
+        ev("return {pcall(coroutine.create, print)}"),
+        ev("return {pcall(coroutine.wrap, 1)}"),
+        ev("return {pcall(coroutine.create)}"),
+        ev("return type(coroutine.wrap(function() end))"),
+        ev("local co = coroutine.create(function() return coroutine.running() end) "
+           "local ok, r = coroutine.resume(co) return {tostring(ok), r == co}"),
+        ev("return coroutine.resume(coroutine.create(function() "
+           "return coroutine.resume(coroutine.create(function() return 7 end)) end))")],
+    # The interval's size wraps in 32 bits as Redis's Lua computes it (UBSan in tests/fuzz reported the int overflow).
+    "math.random at the int limits": [
+        ev("math.randomseed(7) return {math.random(-2147483648, 2147483647), "
+           "math.random(0, 2147483647), math.random(-2147483648, 0), "
+           "math.random(-2147483647, 2147483647), math.random(5, 5), math.random(2147483647), "
+           "math.random(1, 2147483647), math.random(-3, -1)}"),
+        ev("math.randomseed(-1) return {math.random(-2147483648, -2147483648), "
+           "math.random(2147483647, 2147483647)}")],
+    # string.find/match/gmatch/gsub are rlimitd's wrappers (bounding a pattern's recursion).
+    "patterns": [
+        ev("return {string.find('hello world', 'o', 6)}"),
+        ev("return {string.find('a.b', '.', 1, true), string.find('a.b', '%.')}"),
+        ev("return {string.find('key:12:x', '(%a+):(%d+)')}"),
+        ev("return {string.match('  trim  ', '^%s*(.-)%s*$'), string.match('x=1', '()=()')}"),
+        ev("return {string.gsub('hello world', '(%w+)', '<%1>')}"),
+        ev("return {string.gsub('abc', '%w', {a='1', b=true})}"),
+        ev("return {string.gsub('abc', '.', function(c) return c:upper() end, 2)}"),
+        ev("local t = {} for k, v in string.gmatch('a=1, b=2', '(%w+)=(%w+)') do "
+           "t[#t + 1] = k .. v end return t"),
+        ev("return {string.match('f(a(b)c)d', '%b()'), string.find('THE (quick)', '%f[%a]%a+')}"),
+        ev("return {('abc'):find('b'), ('abc'):match('(b)(c)'), ('abc'):gsub('', '-')}"),
+        ev("return string.find('x', '[a')"), ev("return string.gsub('x', '(', 'y')"),
+        ev("return string.gsub('x', 'x', '%2')"), ev("return string.match('x', '%')"),
+        ev("return string.find()"), ev("return string.find('x', {})"),
+        ev("return string.gsub('x', 'x', 1, 'n')"), ev("return {string.find(12345, 34)}"),
+        ev("return {string.find('a+b', '+', 1, 1)}"),
+        ev("return #string.match(string.rep('a', 900), string.rep('a?', 900))")],
+    "string.rep": [ev("return {string.rep('', 5), string.rep('', -1), string.rep('ab', 3), "
+                      "string.rep(12, 2), string.rep('', '3'), ('x'):rep(0)}"),
+                   ev("return string.rep('', 'x')"), ev("return string.rep('')"),
+                   ev("return string.rep({}, 1)"), ev("return string.rep('', {})"),
+                   ev("return #string.rep('', 100000000)")],
     "not allowed from scripts": [ev("return redis.call('%s')" % c) for c in
                                  ("multi", "exec", "discard", "save", "bgsave", "shutdown",
                                   "hello", "quit", "reset")] +

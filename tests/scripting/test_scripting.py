@@ -421,6 +421,60 @@ def t_busy_and_kill(srv):
         c.value("CONFIG", "SET", "busy-reply-threshold", "5000")
 
 
+def t_kill_reaches_handlers_and_coroutines(srv):
+    """SCRIPT KILL ends a script looping in an xpcall handler (Lua runs a handler with hooks off
+    when the error came from the kill's hook) or inside a coroutine (the kill hooks the main
+    thread; each coroutine checks for a kill itself)."""
+    c = srv.conn()
+    check(c.value("CONFIG", "SET", "busy-reply-threshold", "200") == b"OK", "set threshold")
+    a, b = find_other_thread_pair(srv)
+    bodies = [
+        "return xpcall(function() while true do end end, function(e) while true do end end)",
+        "return xpcall(function() error('first') end, function(e) while true do end end)",
+        "return coroutine.wrap(function() while true do end end)()",
+        "while true do coroutine.resume(coroutine.create(function() while true do end end)) end",
+        "return coroutine.wrap(function() return coroutine.wrap(function() "
+        "while true do pcall(function() while true do end end) end end)() end)()",
+    ]
+    try:
+        for body in bodies:
+            a.send("EVAL", body, "1", "kill:k")
+            wait_busy(b, "kill:k")
+            check(b.call("SCRIPT", "KILL") == b"+OK\r\n", "SCRIPT KILL of " + body)
+            reply = a.raw()
+            check(reply.startswith(b"-ERR Script killed by user with SCRIPT KILL..."),
+                  "%s: killed, not %r" % (body, reply))
+            check(b.value("GET", "kill:k") is None, "its key is free again")
+        check(a.value("EVAL", "return coroutine.wrap(function() local n = 0 "
+                      "for i = 1, 100000 do n = n + i end return n end)()", "0") == 5000050000,
+              "a coroutine runs to its end after the kills")
+    finally:
+        c.value("CONFIG", "SET", "busy-reply-threshold", "5000")
+
+
+def t_deep_patterns(srv):
+    """Lua 5.1's matcher recurses once per pattern item with no limit: a pattern of 300000
+    optional items overflowed the C stack and killed the server (Redis 7.0 dies the same way).
+    A pattern that may recurse more than 10000 deep answers Lua 5.2's error instead."""
+    c = srv.conn()
+    deep = "string.rep('a?', 300000)"
+    for call in ("string.find(string.rep('a', 300000), %s .. 'b')" % deep,
+                 "string.match(string.rep('a', 300000), %s)" % deep,
+                 "string.gsub('x', string.rep('(', 20000), 'y')",
+                 "string.gmatch('x', string.rep('a*', 10001))",
+                 "(string.rep('a', 50000)):find(string.rep('a-', 20000))"):
+        r = c.call("EVAL", "return " + call, "0")
+        check(r.startswith(b"-ERR user_script:1: pattern too complex script: "),
+              "%s: %r" % (call, r[:200]))
+        check(c.value("PING") == b"PONG", "alive after " + call)
+    check(c.value("EVAL", "return #string.match(string.rep('a', 10000), "
+                  "string.rep('a?', 10000))", "0") == 10000, "10000 deep still matches")
+    check(c.value("EVAL", "return string.find(string.rep('a', 30000) .. '?', "
+                  "string.rep('?', 1), 30001, true)", "0") == 30001, "plain find")
+    check(c.value("EVAL", "return string.find(string.rep('?', 20000), string.rep('?', 20000), "
+                  "1, true)", "0") == 1, "a plain find is not bounded")
+
+
 def free_key(b, prefix):
     """A key whose shard the busy script does not hold (GET answers at once, not BUSY): keys
     hash to shards with a per-process seed, so any fixed name may share the script's shard."""
@@ -627,7 +681,8 @@ def wait_log(srv, text):
 TESTS = [t_declared_keys, t_atomic_counter, t_multi_key_no_deadlock, t_one_clock,
          t_limiters_from_scripts, t_commandstats, t_redis_log, t_parallel_threads,
          t_same_shard_serialises, t_hostile, t_many_scripts, t_maxmemory,
-         t_scripts_shared_across_threads, t_multi_exec, t_busy_and_kill, t_cmsgpack_struct_hostile,
+         t_scripts_shared_across_threads, t_multi_exec, t_busy_and_kill,
+         t_kill_reaches_handlers_and_coroutines, t_deep_patterns, t_cmsgpack_struct_hostile,
          t_exec_on_a_busy_shard,
          t_unkillable_then_shutdown_nosave, t_sigterm_during_script_on_thread0]
 
