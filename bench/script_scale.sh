@@ -112,7 +112,7 @@ thread_ticks() {
 }
 
 # Runs N calls against the running server; sets R_* (the run's figures).
-measure() { # n
+measure() { # calls sha
     local n=$1 sha=$2 m0 m1 c0 c1 t0 t1 load
     load=$(cut -d' ' -f1 /proc/loadavg)
     thread_ticks "$SRV_PID" >"$WORK/threads0"

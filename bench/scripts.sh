@@ -59,7 +59,7 @@ cpu_ticks() {
 RLFLX='redis.call('"'"'set'"'"', KEYS[1], 0, '"'"'EX'"'"', ARGV[2], '"'"'NX'"'"') local consumed = redis.call('"'"'incrby'"'"', KEYS[1], ARGV[1]) local ttl = redis.call('"'"'pttl'"'"', KEYS[1]) if ttl == -1 then redis.call('"'"'expire'"'"', KEYS[1], ARGV[2]) ttl = 1000 * ARGV[2] end return {consumed, ttl}'
 GCRA=$(cat "$ROOT/bench/gcra.lua")
 
-declare -A CPU RPS
+declare -A CPU
 run() { # label pid port sha args...
     local label=$1 pid=$2 port=$3 sha=$4
     shift 4
@@ -74,7 +74,6 @@ run() { # label pid port sha args...
     us=$(awk -v a="$c0" -v b="$c1" -v t="$TICK" -v n="$N" 'BEGIN { printf "%.2f", (b - a) / t * 1e6 / n }')
     rps=$(awk -v a="$t0" -v b="$t1" -v n="$N" 'BEGIN { printf "%.0f", n / (b - a) }')
     CPU[$label]=$us
-    RPS[$label]=$rps
     printf '%-34s %8s us CPU/call %9s calls/s\n' "$label" "$us" "$rps"
 }
 
