@@ -8,7 +8,9 @@ the case, the command and both replies. A case may touch only keys it declares i
 refuses undeclared keys (docs/COMMANDS.md, Scripting), Redis does not.
 
     scripting_diff.py RLIMITD_BINARY"""
+import hashlib
 import os
+import random
 import sys
 
 from resp import Server
@@ -657,12 +659,86 @@ CASES["redis_rate"] = (
     [ev("return redis.replicate_commands()")])
 
 
+# A compare-and-swap of opaque binary state (bucket_cas.lua), as JVM limiters keep a bucket:
+# every byte value, NULs, CR LF and RESP-looking bytes, an empty value, a 1 MB value; an absent
+# key, a stale expected value, prefixes either way. After a swap, GET returns the bytes and
+# PTTL_CHECK reduces PTTL to what does not depend on the clock: -1/-2 as is, else whether it
+# lies in (0, the PX given].
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "bucket_cas.lua")) as f:
+    BUCKET_CAS = f.read()
+PTTL_CHECK = ("local t = redis.call('PTTL', KEYS[1]) "
+              "if t < 0 then return t end "
+              "if t <= tonumber(ARGV[1]) then return 'in (0, px]' end "
+              "return 'above px: ' .. t")
+
+
+def cas(key, expected, new, ttl_ms, how=None):
+    return ev(BUCKET_CAS, [key], [expected, new, str(ttl_ms)] + ([how] if how else []))
+
+
+def cas_sha(key, expected, new, ttl_ms):
+    return [ES, SHA1_BUCKET_CAS, "1", key, expected, new, str(ttl_ms)]
+
+
+def ttl_in(key, px):
+    return ev(PTTL_CHECK, [key], [str(px)])
+
+
+SHA1_BUCKET_CAS = hashlib.sha1(BUCKET_CAS.encode()).hexdigest()
+ALL_BYTES = bytes(range(256))
+NULS = b"\x00a\x00\x00b\x00"
+CRLF = b"\r\n$3\r\nset\r\n*1\r\n"
+BIG = random.Random(4).randbytes(1 << 20)
+BIG2 = BIG[:-1] + bytes([BIG[-1] ^ 1])
+CASES["binary compare-and-swap"] = [
+    # absent key: no match, even for an empty expected value; nothing is created
+    cas("cas:a", b"", b"x", 1000), cas("cas:a", ALL_BYTES, b"x", 1000), ["EXISTS", "cas:a"],
+    # every byte value, then a swap to NULs and to CR LF, each checked by GET
+    ["SET", "cas:b", ALL_BYTES], cas("cas:b", ALL_BYTES, NULS, 600000), ["GET", "cas:b"],
+    ttl_in("cas:b", 600000),
+    cas("cas:b", ALL_BYTES, b"stale", 600000), ["GET", "cas:b"],
+    cas("cas:b", b"\x00a", CRLF, 600000), cas("cas:b", NULS + b"\x00", CRLF, 600000),
+    cas("cas:b", b"\x00a\x00\x00b\x01", CRLF, 600000), ["GET", "cas:b"],
+    cas("cas:b", NULS, CRLF, 500000), ["GET", "cas:b"], ttl_in("cas:b", 500000),
+    # through the cache, with the PEXPIRE form and with no expiry
+    [SL, "LOAD", BUCKET_CAS], cas_sha("cas:b", CRLF, ALL_BYTES[::-1], 400000),
+    ["GET", "cas:b"], ttl_in("cas:b", 400000),
+    cas("cas:b", ALL_BYTES[::-1], b"\xff", 300000, "pexpire"), ["GET", "cas:b"],
+    ttl_in("cas:b", 300000),
+    cas("cas:b", b"\xff", b"\xfe", 0), ["GET", "cas:b"], ttl_in("cas:b", 1),
+    # the empty value is a value: it matches an empty expected value, an absent key does not
+    ["SET", "cas:e", b""], cas("cas:e", b"x", b"y", 1000), cas("cas:e", b"", b"", 700000),
+    ["GET", "cas:e"], ["STRLEN", "cas:e"], ttl_in("cas:e", 700000),
+    cas("cas:e", b"", ALL_BYTES, 700000), ["GET", "cas:e"],
+    # 1 MB: a mismatch in the last byte, then the swap and the bytes back
+    ["SET", "cas:m", BIG], cas("cas:m", BIG2, b"small", 1000), ["STRLEN", "cas:m"],
+    cas("cas:m", BIG, BIG2, 900000), ["GET", "cas:m"], ttl_in("cas:m", 900000),
+    cas("cas:m", BIG2, b"", 900000), ["GET", "cas:m"],
+    # the classic lost update: two readers of one state, only the first writer wins
+    ["SET", "cas:r", b"\x01\x00state"], cas("cas:r", b"\x01\x00state", b"\x02\x00w1", 60000),
+    cas("cas:r", b"\x01\x00state", b"\x02\x00w2", 60000), ["GET", "cas:r"],
+    # hostile input: a wrong type, a bad or negative ttl
+    ["HSET", "cas:h", "f", "v"], cas("cas:h", b"", b"x", 1000),
+    ["SET", "cas:t", b"v"], cas("cas:t", b"v", b"w", -5), cas("cas:t", b"v", b"w", "abc"),
+    cas("cas:t", b"v", b"w", -5, "pexpire"), ["GET", "cas:t"], ttl_in("cas:t", 1),
+]
+
+
+def short(cmd):
+    """The command for a failure message, each argument cut to 80 bytes (one is 1 MB)."""
+    return "[%s]" % ", ".join(repr(a[:80]) + ("...(%d bytes)" % len(a) if len(a) > 80 else "")
+                              for a in cmd)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
     sys.setrecursionlimit(20000)  # a reply may nest 1000 deep
-    rl = Server("rlimitd", sys.argv[1])
+    # The 1 MB compare-and-swap sends two 1 MB arguments in one EVAL: above rlimitd's default
+    # limits (512kb per argument, 1mb per command; Redis's are 512mb and 1gb), so they are raised.
+    rl = Server("rlimitd", sys.argv[1], extra=["--client-query-buffer-limit", "4mb",
+                                               "--proto-max-bulk-len", "2mb"])
     rd = Server("redis")
     failed = 0
     total = 0
@@ -674,8 +750,8 @@ def main():
                 ra, rb = a.call(*cmd), b.call(*cmd)
                 if ra != rb:
                     failed += 1
-                    print("FAIL [%s] %r\n  rlimitd: %r\n  redis:   %r" % (name, cmd, ra[:300],
-                                                                          rb[:300]))
+                    print("FAIL [%s] %s\n  rlimitd: %r\n  redis:   %r" % (name, short(cmd),
+                                                                          ra[:300], rb[:300]))
             a.close()
             b.close()
         if not rl.alive():
