@@ -790,10 +790,12 @@ static int l_coroutine_new(lua_State *L)
 /* Raises Lua 5.2's error if the pattern (argument 2) may recurse deeper than allowed. */
 static void check_pattern(lua_State *L)
 {
+    /* Not a string: Lua's function reports the bad argument, or it is a number, whose text is
+     * far shorter than the limit; nor can a pattern shorter than the limit reach it. */
+    if (lua_type(L, 2) != LUA_TSTRING || lua_objlen(L, 2) <= PATTERN_MAX_DEPTH)
+        return;
     size_t n;
-    const char *p = lua_isstring(L, 2) ? lua_tolstring(L, 2, &n) : NULL;
-    if (p == NULL)
-        return; /* Lua's function reports the bad argument */
+    const char *p = lua_tolstring(L, 2, &n);
     size_t depth = 0;
     for (size_t i = 0; i < n; i++)
         depth += p[i] == '?' || p[i] == '*' || p[i] == '+' || p[i] == '-' || p[i] == '(' ||
