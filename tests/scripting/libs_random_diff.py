@@ -24,7 +24,7 @@ import random
 import struct
 import sys
 
-from resp import Server
+from resp import Server, stop_pair
 
 UNPACK_SCRIPT = r"""
 local function ser(v, d)
@@ -328,15 +328,8 @@ def main():
         if batch:
             failed += run_batch(a, b, batch)
             total += len(batch)
-        if not rl.alive():
-            print("FAIL rlimitd died")
-            failed += 1
     finally:
-        report = rl.stop()
-        rd.stop()
-    if report:
-        failed += 1
-        print("FAIL sanitizer report from rlimitd:\n" + report[:4000])
+        failed += stop_pair(rl, rd)
     print("libs_random_diff: %d passed, %d failed (seeds %d..%d)" %
           (total - failed, failed, first, first + count - 1))
     return 1 if failed else 0

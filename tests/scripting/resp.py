@@ -172,3 +172,18 @@ class Server:
             text = f.read()
         bad = ("runtime error:", "AddressSanitizer", "LeakSanitizer")
         return text if any(b in text for b in bad) else ""
+
+
+def stop_pair(rl, rd):
+    """Stops the rlimitd and redis-server a differential test ran; returns the failures to add:
+    1 for rlimitd having died during the test, 1 for a sanitizer report it wrote (printed)."""
+    failed = 0
+    if not rl.alive():
+        print("FAIL rlimitd died")
+        failed += 1
+    report = rl.stop()
+    rd.stop()
+    if report:
+        failed += 1
+        print("FAIL sanitizer report from rlimitd:\n" + report[:4000])
+    return failed

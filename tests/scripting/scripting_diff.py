@@ -13,7 +13,7 @@ import os
 import random
 import sys
 
-from resp import Server
+from resp import Server, stop_pair
 
 E, ES, SL = "EVAL", "EVALSHA", "SCRIPT"
 
@@ -754,15 +754,8 @@ def main():
                                                                           ra[:300], rb[:300]))
             a.close()
             b.close()
-        if not rl.alive():
-            print("FAIL rlimitd died")
-            failed += 1
     finally:
-        report = rl.stop()
-        rd.stop()
-    if report:
-        failed += 1
-        print("FAIL sanitizer report from rlimitd:\n" + report[:4000])
+        failed += stop_pair(rl, rd)
     print("scripting_diff: %d commands in %d cases, %d differ" % (total, len(CASES), failed))
     return 1 if failed else 0
 
