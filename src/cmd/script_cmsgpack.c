@@ -414,23 +414,15 @@ static void dec_value(lua_State *L, struct mp_cur *c)
         NEED(c, 5);
         dec_string(L, c, 5, (size_t)get_be(p + 1, 4));
         return;
-    case 0xdc:
-    case 0xde: {
-        NEED(c, 3);
-        uint64_t n = get_be(p + 1, 2);
-        consume(c, 3);
-        if (t == 0xdc)
-            dec_array(L, c, n);
-        else
-            dec_map(L, c, n);
-        return;
-    }
-    case 0xdd:
-    case 0xdf: {
-        NEED(c, 5);
-        uint64_t n = get_be(p + 1, 4);
-        consume(c, 5);
-        if (t == 0xdd)
+    case 0xdc:   /* array 16 */
+    case 0xdd:   /* array 32 */
+    case 0xde:   /* map 16 */
+    case 0xdf: { /* map 32 */
+        size_t width = (t & 1) ? 4 : 2;
+        NEED(c, 1 + width);
+        uint64_t n = get_be(p + 1, (int)width);
+        consume(c, 1 + width);
+        if (t <= 0xdd)
             dec_array(L, c, n);
         else
             dec_map(L, c, n);
