@@ -91,11 +91,8 @@ struct engine {
     int direct_ref;             /* registry: W with the real library tables (see open_libs) */
     int strmt_ref;              /* registry: what getmetatable('') shows */
     const void *g;              /* the globals proxy G */
-    lua_CFunction tinsert;      /* Lua's table.insert, under l_tinsert's check */
     int handler_ref;            /* registry: the error handler */
     int ro_ref;                 /* registry: read-only table -> what it shows (below) */
-    lua_CFunction orig_pairs, orig_next, orig_rawget, orig_getmetatable, orig_foreach,
-        orig_encode;            /* what l_pairs etc. wrap */
     int err_ref, ok_ref;        /* registry: the strings "err" and "ok" */
     int keys_ref, argv_ref;     /* registry: the strings "KEYS" and "ARGV" */
     struct fn_slot fns[FN_SLOTS]; /* by the sha's first hex digit; a subset of fns_ref's */
@@ -572,10 +569,36 @@ static int l_set_repl(lua_State *L)
     return 0; /* rlimitd has no replication: accepted and nothing else */
 }
 
+/* ---- wrapped library functions ----
+ * A wrapper replaces a library's C function and, after its own work, runs the original on its
+ * own frame (same arguments, errors named as the original's). The wrapper closure holds the
+ * original's upvalues, which the original reads as its 1..n, and then the original itself. */
+
+/* Replaces the C function t[name] (t at the absolute or pseudo index idx) with wrapper. */
+static void wrap(lua_State *L, int idx, const char *name, lua_CFunction wrapper)
+{
+    lua_getfield(L, idx, name);
+    int n = 0;
+    while (lua_getupvalue(L, -1 - n, n + 1) != NULL)
+        n++;
+    lua_pushvalue(L, -1 - n);
+    lua_pushcclosure(L, wrapper, n + 1);
+    lua_setfield(L, idx, name);
+    lua_pop(L, 1);
+}
+
+/* The original a wrapper runs: its last upvalue. */
+static lua_CFunction original(lua_State *L)
+{
+    int i = 1;
+    while (lua_type(L, lua_upvalueindex(i + 1)) != LUA_TNONE)
+        i++;
+    return lua_tocfunction(L, lua_upvalueindex(i));
+}
+
 /* tonumber with a shortcut for what scripts mostly convert, a decimal integer of at most 15
  * digits (exact in a double: the value strtod would give), read without strtod; anything else
- * goes to Lua's own function (upvalue 1), called on this frame so its errors name 'tonumber' as
- * before. */
+ * goes to Lua's own function (wrap), so its errors name 'tonumber' as before. */
 static int l_tonumber(lua_State *L)
 {
     if (lua_gettop(L) == 1 && lua_type(L, 1) == LUA_TSTRING) {
@@ -593,7 +616,7 @@ static int l_tonumber(lua_State *L)
             }
         }
     }
-    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+    return original(L)(L);
 }
 
 #define FORMAT_OUT 1024 /* string.format's shortcut: the longest result it writes */
@@ -619,7 +642,7 @@ static size_t int_spec_at(const char *f, const char *end, struct int_spec *sp)
 /* string.format with a shortcut for a format whose every conversion is "%d" ('0' flag and a
  * width allowed) applied to a number that is an integer below 2^53 in magnitude: written here as
  * sprintf's "%ld" of it would write it. Any other format or argument goes to Lua's own function
- * (upvalue 1), called on this frame so its errors name 'format' as before. */
+ * (wrap), so its errors name 'format' as before. */
 static int l_format(lua_State *L)
 {
     size_t flen;
@@ -645,7 +668,7 @@ static int l_format(lua_State *L)
     }
     /* The result fits FORMAT_OUT: each conversion writes at most 99 (width) + 17 bytes. */
     if (!fast || flen + (size_t)(arg - 1) * 116 > FORMAT_OUT)
-        return lua_tocfunction(L, lua_upvalueindex(1))(L);
+        return original(L)(L);
     char out[FORMAT_OUT], *o = out;
     arg = 1;
     for (size_t i = 0; i < flen; i++) {
@@ -764,11 +787,11 @@ static void coroutine_hook(lua_State *L, lua_Debug *ar)
     kill_hook(L, ar);
 }
 
-/* coroutine.create or coroutine.wrap (upvalue 1, Lua's own, run on this frame), then hooks the
- * new thread (for wrap, the function's upvalue). */
+/* coroutine.create or coroutine.wrap (Lua's own, run by wrap's rule), then hooks the new thread
+ * (for wrap, the function's upvalue). */
 static int l_coroutine_new(lua_State *L)
 {
-    int n = lua_tocfunction(L, lua_upvalueindex(1))(L);
+    int n = original(L)(L);
     lua_State *co = lua_tothread(L, -1);
     if (co == NULL && lua_getupvalue(L, -1, 1) != NULL) {
         co = lua_tothread(L, -1);
@@ -804,11 +827,11 @@ static void check_pattern(lua_State *L)
         luaL_error(L, "pattern too complex");
 }
 
-/* string.match, gmatch or gsub (upvalue 1: Lua's own, run on this frame). */
+/* string.match, gmatch or gsub, checked, then Lua's own (wrap). */
 static int l_pattern_guard(lua_State *L)
 {
     check_pattern(L);
-    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+    return original(L)(L);
 }
 
 /* string.find, whose fourth argument may ask for a plain search. */
@@ -816,10 +839,10 @@ static int l_find_guard(lua_State *L)
 {
     if (!lua_toboolean(L, 4))
         check_pattern(L);
-    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+    return original(L)(L);
 }
 
-/* string.rep (upvalue 1: Lua's own) answers an empty string at once: Lua 5.1 appends it n times,
+/* string.rep (Lua's own, wrap) answers an empty string at once: Lua 5.1 appends it n times,
  * up to 2^31 - 1 times, seconds of C work that SCRIPT KILL cannot interrupt. */
 static int l_rep_guard(lua_State *L)
 {
@@ -827,20 +850,17 @@ static int l_rep_guard(lua_State *L)
         lua_pushliteral(L, "");
         return 1;
     }
-    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+    return original(L)(L);
 }
 
-/* Replaces lib.name in the real library table (the one its proxy reads, as the library
- * registered it in _LOADED) by fn with the original as upvalue 1. */
+/* wrap() on lib.name in the real library table (the one its proxy reads, as the library
+ * registered it in _LOADED). */
 static void wrap_lib_fn(lua_State *L, const char *lib, const char *name, lua_CFunction fn)
 {
     lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
     lua_getfield(L, -1, lib);
     luaL_checktype(L, -1, LUA_TTABLE);
-    lua_getfield(L, -1, name);
-    luaL_checktype(L, -1, LUA_TFUNCTION);
-    lua_pushcclosure(L, fn, 1);
-    lua_setfield(L, -2, name);
+    wrap(L, lua_gettop(L), name, fn);
     lua_pop(L, 2);
 }
 
@@ -978,31 +998,31 @@ static int see_through(lua_State *L)
 static int l_pairs(lua_State *L)
 {
     see_through(L);
-    return engine_of(L)->orig_pairs(L);
+    return original(L)(L);
 }
 
 static int l_next(lua_State *L)
 {
     see_through(L);
-    return engine_of(L)->orig_next(L);
+    return original(L)(L);
 }
 
 static int l_rawget(lua_State *L)
 {
     see_through(L);
-    return engine_of(L)->orig_rawget(L);
+    return original(L)(L);
 }
 
 static int l_foreach(lua_State *L)
 {
     see_through(L);
-    return engine_of(L)->orig_foreach(L);
+    return original(L)(L);
 }
 
 static int l_encode(lua_State *L)
 {
     see_through(L);
-    return engine_of(L)->orig_encode(L);
+    return original(L)(L);
 }
 
 /* A library table has no metatable; G's stays what its __metatable shows; a string's is shown
@@ -1018,21 +1038,7 @@ static int l_getmetatable(lua_State *L)
         lua_pushnil(L);
         return 1;
     }
-    return engine_of(L)->orig_getmetatable(L);
-}
-
-/* Replaces the C function t[name] (t at idx) with wrapper, keeping the original's upvalues. */
-static lua_CFunction wrap(lua_State *L, int idx, const char *name, lua_CFunction wrapper)
-{
-    lua_getfield(L, idx, name);
-    lua_CFunction orig = lua_tocfunction(L, -1);
-    int n = 0;
-    while (lua_getupvalue(L, -1 - n, n + 1) != NULL)
-        n++;
-    lua_pushcclosure(L, wrapper, n);
-    lua_setfield(L, idx < 0 && idx > LUA_REGISTRYINDEX ? idx - 2 : idx, name);
-    lua_pop(L, 1);
-    return orig;
+    return original(L)(L);
 }
 
 static int l_rawset(lua_State *L)
@@ -1057,7 +1063,7 @@ static int l_tinsert(lua_State *L)
     if (lua_type(L, 1) == LUA_TTABLE && (n == 2 || (n == 3 && lua_isnumber(L, 2))) &&
         is_readonly(L, 1))
         return raw_error(L, "Attempt to modify a readonly table");
-    return engine_of(L)->tinsert(L);
+    return original(L)(L);
 }
 
 static int l_setmetatable(lua_State *L)
@@ -1250,19 +1256,16 @@ static int open_libs(lua_State *L)
             lua_pop(L, 1);
     }
     lua_getglobal(L, LUA_STRLIBNAME);
-    lua_getfield(L, -1, "format");
-    lua_pushcclosure(L, l_format, 1);
-    lua_setfield(L, -2, "format");
-    lua_pop(L, 1);
-    e->orig_pairs = wrap(L, LUA_GLOBALSINDEX, "pairs", l_pairs);
-    e->orig_next = wrap(L, LUA_GLOBALSINDEX, "next", l_next);
-    e->orig_rawget = wrap(L, LUA_GLOBALSINDEX, "rawget", l_rawget);
-    e->orig_getmetatable = wrap(L, LUA_GLOBALSINDEX, "getmetatable", l_getmetatable);
+    wrap(L, lua_gettop(L), "format", l_format);
     lua_getglobal(L, LUA_TABLIBNAME);
-    e->orig_foreach = wrap(L, lua_gettop(L), "foreach", l_foreach);
+    wrap(L, lua_gettop(L), "foreach", l_foreach);
     lua_getglobal(L, "cjson");
-    e->orig_encode = wrap(L, lua_gettop(L), "encode", l_encode);
-    lua_pop(L, 2);
+    wrap(L, lua_gettop(L), "encode", l_encode);
+    lua_pop(L, 3);
+    wrap(L, LUA_GLOBALSINDEX, "pairs", l_pairs);
+    wrap(L, LUA_GLOBALSINDEX, "next", l_next);
+    wrap(L, LUA_GLOBALSINDEX, "rawget", l_rawget);
+    wrap(L, LUA_GLOBALSINDEX, "getmetatable", l_getmetatable);
     lua_getglobal(L, LUA_MATHLIBNAME);
     lua_pushcfunction(L, l_random);
     lua_setfield(L, -2, "random");
@@ -1296,9 +1299,7 @@ static int open_libs(lua_State *L)
         lua_getglobal(L, visible[i]);
         lua_setfield(L, w, visible[i]);
     }
-    lua_getfield(L, w, "tonumber");
-    lua_pushcclosure(L, l_tonumber, 1);
-    lua_setfield(L, w, "tonumber");
+    wrap(L, w, "tonumber", l_tonumber);
     lua_pushcfunction(L, l_rawset);
     lua_setfield(L, w, "rawset");
     lua_pushcfunction(L, l_pcall_global);
@@ -1343,11 +1344,7 @@ static int open_libs(lua_State *L)
     lua_rawset(L, -3);
     lua_pop(L, 1);
     lua_getglobal(L, LUA_TABLIBNAME);
-    lua_getfield(L, -1, "insert");
-    e->tinsert = lua_tocfunction(L, -1);
-    lua_pop(L, 1);
-    lua_pushcfunction(L, l_tinsert);
-    lua_setfield(L, -2, "insert");
+    wrap(L, lua_gettop(L), "insert", l_tinsert);
     lua_pop(L, 1);
 
     /* The string metatable's __index is the real string table: hide the metatable so that
