@@ -77,6 +77,7 @@ struct set_opts {
     int expire_arg; /* argv index of the expiry's number, 0 for none */
 };
 
+#define WORD_IS(w) (c == (w)[0] && arg_is(x, i, (w))) /* w upper case */
 /* is_set: SET's words (NX XX GET KEEPTTL), else GETEX's (PERSIST). A repeated expiry word of
  * the same kind is accepted, the last one counting, as in Redis. Returns 0, or -1 after the
  * syntax error reply. */
@@ -90,9 +91,8 @@ static int parse_set_opts(struct cmd_ctx *x, int from, int is_set, struct set_op
     o->expire_arg = 0;
     for (int i = from; i < x->argc; i++) {
         int f = o->flags, e = 0;
-        /* Only the words with the argument's first letter are compared. */
+        /* Only the words with the argument's first letter are compared (WORD_IS). */
         char c = x->lens[i] > 0 ? (char)(x->argv[i][0] & ~0x20) : '\0';
-#define WORD_IS(w) (c == (w)[0] && arg_is(x, i, (w)))
         for (size_t k = 0; k < sizeof(expiry) / sizeof(expiry[0]); k++)
             if (WORD_IS(expiry[k].word))
                 e = expiry[k].flag;
@@ -114,10 +114,10 @@ static int parse_set_opts(struct cmd_ctx *x, int from, int is_set, struct set_op
             reply_syntax_error(x->out);
             return -1;
         }
-#undef WORD_IS
     }
     return 0;
 }
+#undef WORD_IS
 
 /* The expiry's number to absolute ns, as Redis's getExpireMillisecondsOrReply: not positive, or
  * seconds past LLONG_MAX / 1000, is "invalid expire time in '<cmd>' command". Redis counts in ms

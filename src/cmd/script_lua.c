@@ -973,14 +973,12 @@ static int is_readonly(lua_State *L, int idx)
 }
 
 /* Replaces argument 1, when it is a proxy, with the table it shows: a library proxy its real
- * table, G the whitelist W. Returns that proxy's kind: 0 none, 1 a library's, 2 G. */
+ * table, G the whitelist W. Returns 1 if it did. */
 static int see_through(lua_State *L)
 {
     if (lua_type(L, 1) != LUA_TTABLE)
         return 0;
-    struct engine *e = engine_of(L);
-    int kind = lua_topointer(L, 1) == e->g ? 2 : 1;
-    lua_rawgeti(L, LUA_REGISTRYINDEX, e->ro_ref);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, engine_of(L)->ro_ref);
     lua_pushvalue(L, 1);
     lua_rawget(L, -2);
     if (!lua_istable(L, -1)) {
@@ -989,37 +987,13 @@ static int see_through(lua_State *L)
     }
     lua_replace(L, 1);
     lua_pop(L, 1);
-    return kind;
+    return 1;
 }
 
-/* The functions that read a table's own contents (not through __index) see through proxies,
- * so a script reads the globals and libraries as it would in Redis. Each original runs in the
- * wrapper's frame, with the wrapper's upvalues (copies of its own): errors read the same. */
-static int l_pairs(lua_State *L)
-{
-    see_through(L);
-    return original(L)(L);
-}
-
-static int l_next(lua_State *L)
-{
-    see_through(L);
-    return original(L)(L);
-}
-
-static int l_rawget(lua_State *L)
-{
-    see_through(L);
-    return original(L)(L);
-}
-
-static int l_foreach(lua_State *L)
-{
-    see_through(L);
-    return original(L)(L);
-}
-
-static int l_encode(lua_State *L)
+/* pairs, next, rawget, table.foreach and cjson.encode: the functions that read a table's own
+ * contents (not through __index) see through proxies, so a script reads the globals and
+ * libraries as it would in Redis. */
+static int l_see_through(lua_State *L)
 {
     see_through(L);
     return original(L)(L);
@@ -1033,8 +1007,8 @@ static int l_getmetatable(lua_State *L)
         lua_rawgeti(L, LUA_REGISTRYINDEX, engine_of(L)->strmt_ref);
         return 1;
     }
-    if (lua_gettop(L) >= 1 && lua_type(L, 1) == LUA_TTABLE &&
-        lua_topointer(L, 1) != engine_of(L)->g && see_through(L) != 0) {
+    if (lua_type(L, 1) == LUA_TTABLE && lua_topointer(L, 1) != engine_of(L)->g &&
+        see_through(L)) {
         lua_pushnil(L);
         return 1;
     }
@@ -1175,6 +1149,17 @@ static void make_proxy(lua_State *L, struct engine *e)
     lua_remove(L, -2);              /* proxy */
 }
 
+/* Fills ar ("Sl") for the function that raised the error an error handler was called with: its
+ * caller, or the caller's caller when that is a C function (error, redis.call). 0 if none. */
+static int raiser(lua_State *L, lua_Debug *ar)
+{
+    if (!lua_getstack(L, 1, ar) || !lua_getinfo(L, "Sl", ar))
+        return 0;
+    if (strcmp(ar->what, "C") == 0)
+        return lua_getstack(L, 2, ar) && lua_getinfo(L, "Sl", ar);
+    return 1;
+}
+
 /* __redis__err__handler, a global Redis 7.0 defines for its own use and scripts can call: the
  * error as a table, {err = "ERR " .. tostring(error)} or the table given, with the source and
  * line of the function that raised it (the caller, or its caller when that is a C function). */
@@ -1196,10 +1181,7 @@ static int l_err_handler_global(lua_State *L)
         return raw_error(L, "Attempt to modify a readonly table");
     }
     lua_Debug ar;
-    int have = lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar);
-    if (have && strcmp(ar.what, "C") == 0)
-        have = lua_getstack(L, 2, &ar) && lua_getinfo(L, "Sl", &ar);
-    if (have) {
+    if (raiser(L, &ar)) {
         lua_pushstring(L, ar.source);
         lua_setfield(L, 1, "source");
         lua_pushinteger(L, ar.currentline);
@@ -1258,13 +1240,13 @@ static int open_libs(lua_State *L)
     lua_getglobal(L, LUA_STRLIBNAME);
     wrap(L, lua_gettop(L), "format", l_format);
     lua_getglobal(L, LUA_TABLIBNAME);
-    wrap(L, lua_gettop(L), "foreach", l_foreach);
+    wrap(L, lua_gettop(L), "foreach", l_see_through);
     lua_getglobal(L, "cjson");
-    wrap(L, lua_gettop(L), "encode", l_encode);
+    wrap(L, lua_gettop(L), "encode", l_see_through);
     lua_pop(L, 3);
-    wrap(L, LUA_GLOBALSINDEX, "pairs", l_pairs);
-    wrap(L, LUA_GLOBALSINDEX, "next", l_next);
-    wrap(L, LUA_GLOBALSINDEX, "rawget", l_rawget);
+    wrap(L, LUA_GLOBALSINDEX, "pairs", l_see_through);
+    wrap(L, LUA_GLOBALSINDEX, "next", l_see_through);
+    wrap(L, LUA_GLOBALSINDEX, "rawget", l_see_through);
     wrap(L, LUA_GLOBALSINDEX, "getmetatable", l_getmetatable);
     lua_getglobal(L, LUA_MATHLIBNAME);
     lua_pushcfunction(L, l_random);
@@ -1433,12 +1415,7 @@ static int err_handler(lua_State *L)
         msg = lua_tolstring(L, -1, &n);
     }
     lua_Debug ar;
-    int have = 0;
-    if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar)) {
-        have = 1;
-        if (strcmp(ar.what, "C") == 0)
-            have = lua_getstack(L, 2, &ar) && lua_getinfo(L, "Sl", &ar);
-    }
+    int have = raiser(L, &ar);
     luaL_Buffer b;
     luaL_buffinit(L, &b);
     if (prefix)
@@ -1624,6 +1601,30 @@ int script_compile(const char *sha, const char *body, size_t len, struct rbuf *o
     return (int)flags;
 }
 
+/* The length of the value at the top if it is a plain array (a table with no metatable and no
+ * key past its length), else -1. */
+static int plain_length(lua_State *L)
+{
+    if (!lua_istable(L, -1))
+        return -1;
+    if (lua_getmetatable(L, -1)) {
+        lua_pop(L, 1);
+        return -1;
+    }
+    size_t len = lua_objlen(L, -1);
+    if (len > INT32_MAX)
+        return -1;
+    if (len == 0)
+        lua_pushnil(L);
+    else
+        lua_pushinteger(L, (lua_Integer)len);
+    if (lua_next(L, -2) != 0) {
+        lua_pop(L, 2);
+        return -1;
+    }
+    return (int)len;
+}
+
 /* Sets env[name] (name a registry reference to the interned key) to the array v, in the table
  * the last script left there when that table is still a plain array: no metatable and no key
  * past its length (what a script can do to it is add keys, remove them or set a metatable, and
@@ -1634,29 +1635,8 @@ static void set_array(lua_State *L, int env, int name, char **v, const size_t *l
     lua_rawgeti(L, LUA_REGISTRYINDEX, name);
     lua_pushvalue(L, -1);
     lua_rawget(L, env);
-    int old = 0; /* the reused table's length */
-    int reuse = 0;
-    int plain = lua_istable(L, -1);
-    if (plain && lua_getmetatable(L, -1)) {
-        lua_pop(L, 1);
-        plain = 0;
-    }
-    if (plain) {
-        size_t len = lua_objlen(L, -1);
-        if (len <= INT32_MAX) {
-            if (len == 0)
-                lua_pushnil(L);
-            else
-                lua_pushinteger(L, (lua_Integer)len);
-            if (lua_next(L, -2) == 0) {
-                reuse = 1;
-                old = (int)len;
-            } else {
-                lua_pop(L, 2);
-            }
-        }
-    }
-    if (!reuse) {
+    int old = plain_length(L);
+    if (old < 0) {
         lua_pop(L, 1);
         lua_createtable(L, n, 0);
     }
@@ -1668,7 +1648,7 @@ static void set_array(lua_State *L, int env, int name, char **v, const size_t *l
         lua_pushnil(L);
         lua_rawseti(L, -2, i);
     }
-    if (reuse)
+    if (old >= 0)
         lua_pop(L, 2);
     else
         lua_rawset(L, env);
