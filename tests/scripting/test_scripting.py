@@ -485,6 +485,20 @@ def free_key(b, prefix):
     raise AssertionError("every candidate key answered BUSY")
 
 
+def t_large_live_heap_with_garbage(srv):
+    """A script that keeps about 80 MB of tables alive while it makes 300 MB of garbage runs to
+    the end: the collector's pause, wide on small heaps, narrows once the heap passes 8 MB
+    (script_lua.c), so garbage never grows to four times the live data and past the state's
+    256 MB (with the wide pause kept, this script answers 'not enough memory')."""
+    c = srv.conn()
+    body = ("local t = {} for i = 1, 600000 do t[i] = {i, i, i, i} end "
+            "local n = 0 for i = 1, 3000000 do local g = {i, i, i, i} n = n + g[1] end "
+            "return {#t, n}")
+    r = c.value("EVAL", body, "0")
+    check(r == [600000, 3000000 * 3000001 // 2], "large live heap: %r" % (r,))
+    check(c.value("EVAL", "return 1", "0") == 1, "later scripts run")
+
+
 def t_cmsgpack_struct_hostile(srv):
     """cmsgpack and struct (Redis 7.0's bundled libraries) under hostile input: lengths and
     counts that claim more than the input holds, nesting past the Lua stack, results past it,
@@ -683,6 +697,7 @@ TESTS = [t_declared_keys, t_atomic_counter, t_multi_key_no_deadlock, t_one_clock
          t_same_shard_serialises, t_hostile, t_many_scripts, t_maxmemory,
          t_scripts_shared_across_threads, t_multi_exec, t_busy_and_kill,
          t_kill_reaches_handlers_and_coroutines, t_deep_patterns, t_cmsgpack_struct_hostile,
+         t_large_live_heap_with_garbage,
          t_exec_on_a_busy_shard,
          t_unkillable_then_shutdown_nosave, t_sigterm_during_script_on_thread0]
 
