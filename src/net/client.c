@@ -148,6 +148,17 @@ static void out_release(struct client *c)
     rbuf_init(&c->out);
 }
 
+/* Back-pressure released (the kernel took enough of the replies, in a write or at once): run the
+ * commands that were left buffered, then read again. Returns whether it did. */
+static int resume_if_drained(struct client *c)
+{
+    if (c->state != CLIENT_PAUSED || (int64_t)pending_output(c) > output_limit(c) / 2)
+        return 0;
+    c->state = CLIENT_ACTIVE;
+    process(c);
+    return 1;
+}
+
 static void on_write(uv_write_t *req, int status)
 {
     struct client_write *w = (struct client_write *)req;
@@ -168,13 +179,8 @@ static void on_write(uv_write_t *req, int status)
             client_close(c);
         return;
     }
-    /* Back-pressure released: run the commands that were left buffered, then read again. */
-    if (c->state == CLIENT_PAUSED && (int64_t)pending_output(c) <= output_limit(c) / 2) {
-        c->state = CLIENT_ACTIVE;
-        process(c);
-    } else {
+    if (!resume_if_drained(c))
         publish(c);
-    }
 }
 
 static void protocol_error(struct client *c, const char *what)
@@ -258,6 +264,56 @@ static void publish(struct client *c)
         stats_add(&c->thread->stats.clients_mem, (uint64_t)mem - (uint64_t)old);
 }
 
+/* Replies go out at the end of the loop turn, after every connection that was ready has been
+ * served (as Redis writes in beforeSleep): the writes then follow each other closely, so the
+ * peer is woken once per turn rather than once per connection. Waking a sleeping peer is the
+ * dear part of a loopback write (a cross-CPU wake-up, inside write(2), billed to us). A turn
+ * lasts as long as the ready connections' pipelines take to run, so no reply waits longer than
+ * the turn that produced it. */
+static void queue_flush(struct client *c)
+{
+    if (c->queued || c->state == CLIENT_CLOSING)
+        return;
+    if (c->out.len == 0 && c->inflight == NULL) {
+        flush(c); /* nothing to send: gives the buffer back now */
+        publish(c);
+        return;
+    }
+    struct io_thread *t = c->thread;
+    c->queued = 1;
+    c->flush_next = t->flush_list;
+    t->flush_list = c;
+}
+
+/* Writes what the thread's connections have queued. It runs twice per loop turn:
+ * - in the check phase, after the poll's callbacks (reads, and writes the kernel finished),
+ *   and before closing handles are freed, so every connection on the list is still allocated
+ *   (a closed one is CLIENT_CLOSING);
+ * - in the prepare phase, just before the poll: libuv runs write callbacks and timers before
+ *   it, and what they queued must not wait for the poll to return (it may sleep). */
+static void flush_queued(struct io_thread *t)
+{
+    while (t->flush_list != NULL) {
+        struct client *c = t->flush_list;
+        t->flush_list = c->flush_next;
+        c->flush_next = NULL;
+        c->queued = 0;
+        flush(c);
+        if (!resume_if_drained(c)) /* it queues c again */
+            publish(c);
+    }
+}
+
+static void on_flush_check(uv_check_t *h)
+{
+    flush_queued(h->data);
+}
+
+static void on_flush_prepare(uv_prepare_t *h)
+{
+    flush_queued(h->data);
+}
+
 /* Runs every complete command buffered, then flushes once and settles the parser, so that an
  * idle connection holds no buffer. */
 static void process(struct client *c)
@@ -294,8 +350,7 @@ static void process(struct client *c)
     /* Published before the replies go out too: a client that got them and asks CLIENT LIST on
      * another connection sees its query buffer as it is now. */
     publish(c);
-    flush(c);
-    publish(c);
+    queue_flush(c);
     /* Reading again after a pause was released in on_write. */
     if (c->state == CLIENT_ACTIVE && !c->reading)
         start_reading(c);
@@ -359,12 +414,28 @@ void client_thread_init(struct io_thread *t)
     struct resp_limits lim = current_limits(t->net);
     resp_shared_init(&t->resp, &lim);
     rbuf_init(&t->spare_out);
+    t->flush_list = NULL;
+    uv_check_init(&t->loop, &t->flush_check);
+    t->flush_check.data = t;
+    uv_check_start(&t->flush_check, on_flush_check);
+    uv_prepare_init(&t->loop, &t->flush_prepare);
+    t->flush_prepare.data = t;
+    uv_prepare_start(&t->flush_prepare, on_flush_prepare);
+    /* Neither keeps the loop alive by itself. */
+    uv_unref((uv_handle_t *)&t->flush_check);
+    uv_unref((uv_handle_t *)&t->flush_prepare);
 }
 
 void client_thread_config(struct io_thread *t)
 {
     struct resp_limits lim = current_limits(t->net);
     resp_shared_set_limits(&t->resp, &lim);
+}
+
+void client_thread_close_handles(struct io_thread *t)
+{
+    uv_close((uv_handle_t *)&t->flush_check, NULL);
+    uv_close((uv_handle_t *)&t->flush_prepare, NULL);
 }
 
 void client_thread_deinit(struct io_thread *t)

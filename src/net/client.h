@@ -56,6 +56,10 @@ struct io_thread {
      * buffer and argument vectors, and a reply buffer lent to the connection being served. */
     struct resp_shared resp;
     struct rbuf spare_out;
+    /* Connections with replies to write at the end of this loop turn (client.c, "flush"). */
+    struct client *flush_list;
+    uv_prepare_t flush_prepare;
+    uv_check_t flush_check;
     char unix_addr[112];   /* "path:0" of this thread's unix socket clients, set at accept */
     unsigned expire_shard;  /* next of this thread's shards to sweep */
     unsigned config_gen;    /* last configuration generation applied */
@@ -95,6 +99,7 @@ struct client {
     struct rbuf out;                 /* replies not yet handed to the kernel */
     struct client_write *inflight;   /* the pending uv_write, or NULL */
     struct client *tprev, *tnext;    /* thread list */
+    struct client *flush_next;       /* thread's flush_list, valid while `queued` */
     struct client *gprev, *gnext;    /* registry list (under net_shared.lock) */
     const char *addr;                /* peer "ip:port" (addr_buf), or the thread's unix_addr */
     /* CLIENT LIST figures, written by the owning thread after each batch, read by any thread. */
@@ -103,6 +108,7 @@ struct client {
     unsigned char state;             /* enum client_state */
     unsigned char reading;           /* uv_read_start is in effect */
     unsigned char is_unix;
+    unsigned char queued;            /* on the thread's flush_list */
     _Atomic unsigned char kill;      /* set by CLIENT KILL from any thread */
     char addr_buf[INET6_ADDRSTRLEN + 8];
 };
@@ -120,6 +126,8 @@ static inline void thread_mark_work(struct io_thread *t)
 void client_thread_init(struct io_thread *t);
 void client_thread_config(struct io_thread *t);
 void client_thread_deinit(struct io_thread *t);
+/* Closes the thread's loop handles (before the loop's last run). */
+void client_thread_close_handles(struct io_thread *t);
 void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix);
 /* Closes the client once its pending replies are written. */
 void client_close_after_flush(struct client *c);

@@ -881,6 +881,7 @@ out:
         struct io_thread *t = &srv->threads[i];
         if (t->srv != NULL) {
             busypoll_handles_close(t);
+            client_thread_close_handles(t);
             uv_run(&t->loop, UV_RUN_NOWAIT);
             uv_loop_close(&t->loop);
             client_thread_deinit(t);
