@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -342,5 +343,101 @@ Test(connections, huge_pipelined_burst, .fini = teardown, .timeout = 120)
     cr_assert_eq(client_field_becomes(ctl, "name=burst", "omem", 0), 0);
     cr_assert_lt(client_field(ctl, "name=burst", "tot-mem"), IDLE_BYTES_MAX);
     close(fd);
+    redisFree(ctl);
+}
+
+/* Replies are written at the end of the loop turn, for every connection the turn served
+ * (DESIGN.md "Hot path"). Many connections made ready at once, with 2 I/O threads: every
+ * reply reaches its own connection, whole and in order; a QUIT in the middle of a pipeline
+ * answers what came before it and +OK, runs nothing after it, then closes; a connection that
+ * resets right after sending (closed while its replies wait for the turn's end) harms no one;
+ * and afterwards no connection holds an output buffer. */
+Test(connections, end_of_turn_writes_reach_every_connection, .fini = teardown, .timeout = 120)
+{
+    d = it_start(IT_ARGS("--threads", "2"));
+    redisContext *ctl = it_connect(d->port);
+    enum { CONNS = 96, CMDS = 200, QUIT_AT = 120 };
+    int fds[CONNS];
+    char *req[CONNS];
+    size_t len[CONNS];
+    for (int c = 0; c < CONNS; c++) {
+        fds[c] = it_raw_connect(d->port);
+        char name[64];
+        int n = snprintf(name, sizeof(name), "CLIENT SETNAME turn%d\r\n", c);
+        it_raw_send(fds[c], name, (size_t)n);
+        redisReply *r = NULL;
+        cr_assert_eq(it_raw_read_replies(fds[c], 1, &r), 1);
+        freeReplyObject(r);
+        size_t cap = (size_t)CMDS * 64;
+        req[c] = malloc(cap);
+        len[c] = 0;
+        for (int i = 0; i < CMDS; i++) {
+            if (c % 8 == 1 && i == QUIT_AT)
+                len[c] += (size_t)snprintf(req[c] + len[c], cap - len[c], "*1\r\n$4\r\nQUIT\r\n");
+            else
+                len[c] += (size_t)snprintf(req[c] + len[c], cap - len[c],
+                                           "*2\r\n$4\r\nINCR\r\n$%d\r\nturn:%d\r\n",
+                                           c < 10 ? 6 : 7, c);
+        }
+    }
+    /* Every pipeline is sent before any reply is read: the daemon finds many connections ready
+     * in the same turns. */
+    for (int c = 0; c < CONNS; c++) {
+        it_raw_send(fds[c], req[c], len[c]);
+        if (c % 8 == 5) {
+            struct linger lg = {1, 0}; /* reset: the daemon may close it with replies queued */
+            setsockopt(fds[c], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+            close(fds[c]);
+            fds[c] = -1;
+        }
+    }
+    for (int c = 0; c < CONNS; c++) {
+        if (fds[c] < 0)
+            continue;
+        int quits = c % 8 == 1;
+        size_t want = quits ? QUIT_AT + 1 : CMDS;
+        redisReply **r = calloc(CMDS + 1, sizeof(*r));
+        size_t got = it_raw_read_replies(fds[c], quits ? want + 1 : want, r);
+        cr_assert_eq(got, want, "connection %d: %zu of %zu replies", c, got, want);
+        for (size_t i = 0; i < got; i++) {
+            if (quits && i == QUIT_AT) {
+                cr_assert(r[i]->type == REDIS_REPLY_STATUS && strcmp(r[i]->str, "OK") == 0,
+                          "connection %d: QUIT answered %d", c, r[i]->type);
+            } else {
+                cr_assert_eq(r[i]->type, REDIS_REPLY_INTEGER, "connection %d reply %zu", c, i);
+                cr_assert_eq(r[i]->integer, (long long)i + 1, "connection %d reply %zu out of order",
+                             c, i);
+            }
+            freeReplyObject(r[i]);
+        }
+        free(r);
+    }
+    for (int c = 0; c < CONNS; c++) {
+        char cmd[32];
+        snprintf(cmd, sizeof(cmd), "GET turn:%d", c);
+        redisReply *r = it_cmd(ctl, cmd);
+        if (c % 8 == 5) { /* reset: some prefix of its pipeline ran, maybe none */
+            cr_assert(r->type == REDIS_REPLY_NIL || r->type == REDIS_REPLY_STRING);
+        } else {
+            char want[16];
+            snprintf(want, sizeof(want), "%d", c % 8 == 1 ? QUIT_AT : CMDS);
+            cr_assert(r->type == REDIS_REPLY_STRING && strcmp(r->str, want) == 0,
+                      "turn:%d is %s, not %s", c, r->type == REDIS_REPLY_STRING ? r->str : "?",
+                      want);
+        }
+        freeReplyObject(r);
+        if (fds[c] >= 0 && c % 8 != 1) {
+            char match[32];
+            snprintf(match, sizeof(match), "name=turn%d ", c);
+            cr_assert_eq(client_field_becomes(ctl, match, "obl", 0), 0);
+            cr_assert_eq(client_field_becomes(ctl, match, "omem", 0), 0);
+        }
+    }
+    for (int c = 0; c < CONNS; c++) {
+        if (fds[c] >= 0)
+            close(fds[c]);
+        free(req[c]);
+    }
+    IT_STATUS(it_cmd(ctl, "PING"), "PONG");
     redisFree(ctl);
 }
