@@ -274,7 +274,7 @@ static void queue_flush(struct client *c)
 {
     if (c->queued || c->state == CLIENT_CLOSING)
         return;
-    if (c->out.len == 0 && c->inflight == NULL) {
+    if (c->out.len == 0) {
         flush(c); /* nothing to send: gives the buffer back now */
         publish(c);
         return;
@@ -314,8 +314,8 @@ static void on_flush_prepare(uv_prepare_t *h)
     flush_queued(h->data);
 }
 
-/* Runs every complete command buffered, then flushes once and settles the parser, so that an
- * idle connection holds no buffer. */
+/* Runs every complete command buffered, settles the parser (an idle connection holds no
+ * buffer) and queues the batch's replies for the end of the turn (queue_flush). */
 static void process(struct client *c)
 {
     struct net_shared *net = c->thread->net;
@@ -351,7 +351,7 @@ static void process(struct client *c)
      * another connection sees its query buffer as it is now. */
     publish(c);
     queue_flush(c);
-    /* Reading again after a pause was released in on_write. */
+    /* Reading again after a pause: resume_if_drained, once the replies are with the kernel. */
     if (c->state == CLIENT_ACTIVE && !c->reading)
         start_reading(c);
 }
