@@ -1046,9 +1046,9 @@ static int hold_derived(struct script_hold *h, unsigned shard)
     return 0;
 }
 
-void cmd_from_script(struct script_hold *h, int argc, char **argv, const size_t *lens,
-                     struct rbuf *out)
+void cmd_from_script(void *hold, int argc, char **argv, const size_t *lens, struct rbuf *out)
 {
+    struct script_hold *h = hold;
     struct cmd_ctx *x = h->x;
     struct session *s = x->s;
     int idx = lookup(argv[0], lens[0]);

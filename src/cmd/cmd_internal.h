@@ -122,6 +122,10 @@ struct script_hold {
 void script_hold_init(struct script_hold *h, struct cmd_ctx *x, struct ks_key *keys, int n);
 /* Clears the BUSY markers and releases the shards taken during the script (`extra`). */
 void script_hold_release(struct script_hold *h);
+/* redis.call and redis.pcall (script.h's script_call_fn, which EVAL hands the engine with its
+ * struct script_hold as hold): runs one command for the script, its reply or Redis's error
+ * text appended to out. */
+void cmd_from_script(void *hold, int argc, char **argv, const size_t *lens, struct rbuf *out);
 
 /* Whole-keyspace handlers take shards through these, so that inside EXEC (all shards already
  * held) they do not lock twice. */

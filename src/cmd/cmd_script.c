@@ -90,8 +90,8 @@ static void eval_generic(struct cmd_ctx *x, int by_sha, int read_only)
     struct script_hold h;
     script_hold_init(&h, x, keys, nk);
     h.read_only = read_only || (flags & SCRIPT_FLAG_NO_WRITES);
-    script_run(sha, &h, h.started, x->argv + 3, x->lens + 3, nk, x->argv + 3 + nk,
-               x->lens + 3 + nk, x->argc - 3 - nk, x->out);
+    script_run(sha, cmd_from_script, &h, h.started, x->argv + 3, x->lens + 3, nk,
+               x->argv + 3 + nk, x->lens + 3 + nk, x->argc - 3 - nk, x->out);
     script_hold_release(&h);
     if (keys != stack_keys)
         free(keys);

@@ -11,7 +11,6 @@
 #include <stdint.h>
 
 struct rbuf;
-struct script_hold;
 
 /* ---- SHA1 and the shared cache (script_cache.c) ---- */
 
@@ -54,16 +53,17 @@ int script_compile(const char *sha, const char *body, size_t len, struct rbuf *o
 /* The shebang flags of sha if this thread's engine holds it compiled (since the last SCRIPT
  * FLUSH), else -1. */
 int script_lookup(const char *sha);
+/* How redis.call and redis.pcall run a command: the caller of script_run provides it (the
+ * command layer's dispatcher, which the engine does not know by name), with ud, for the length
+ * of one run. It appends the command's reply, or Redis's error text, to out. */
+typedef void (*script_call_fn)(void *ud, int argc, char **argv, const size_t *lens,
+                               struct rbuf *out);
 /* Runs the compiled sha with KEYS and ARGV; writes the script's reply to out. redis.call goes
- * through h (cmd.c's cmd_from_script). start_ns: CLOCK_MONOTONIC when the script's shards were
- * marked busy, its start for SCRIPT KILL and BUSY too. */
-void script_run(const char *sha, struct script_hold *h, int64_t start_ns, char **keys,
-                const size_t *klens, int nkeys, char **args, const size_t *alens, int nargs,
-                struct rbuf *out);
-/* redis.call and redis.pcall: runs one command for the script holding h (cmd.c), its reply or
- * Redis's error text appended to out. */
-void cmd_from_script(struct script_hold *h, int argc, char **argv, const size_t *lens,
-                     struct rbuf *out);
+ * through call(call_ud, ...). start_ns: CLOCK_MONOTONIC when the script's shards were marked
+ * busy, its start for SCRIPT KILL and BUSY too. */
+void script_run(const char *sha, script_call_fn call, void *call_ud, int64_t start_ns,
+                char **keys, const size_t *klens, int nkeys, char **args, const size_t *alens,
+                int nargs, struct rbuf *out);
 /* Records that the running script (this thread's) wrote: SCRIPT KILL then refuses it. */
 void script_note_write(void);
 /* SCRIPT KILL: asks every script running for at least older_than_ns to stop (at its next

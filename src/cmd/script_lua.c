@@ -98,7 +98,8 @@ struct engine {
     struct fn_slot fns[FN_SLOTS]; /* by the sha's first hex digit; a subset of fns_ref's */
     const char *sha;            /* the running script, for error texts */
     int handled;                /* the error handler formatted the error on the stack */
-    struct script_hold *hold;   /* the running script's hold on the keyspace */
+    script_call_fn call;        /* how the running script's redis.call runs a command */
+    void *call_ud;              /* call's argument: the script's hold on the keyspace */
     struct rbuf reply;          /* redis.call's reply */
     char **argv;
     size_t *lens;
@@ -434,10 +435,10 @@ static int redis_call(lua_State *L, int raise)
         }
         e->argv[i - 1] = (char *)lua_tolstring(L, i, &e->lens[i - 1]);
     }
-    if (e->hold == NULL)
+    if (e->call == NULL)
         return fail(L, raise, "redis.call is only available while a script runs");
     e->reply.len = 0;
-    cmd_from_script(e->hold, argc, e->argv, e->lens, &e->reply);
+    e->call(e->call_ud, argc, e->argv, e->lens, &e->reply);
     const char *p = e->reply.p, *end = e->reply.p + e->reply.len;
     if (e->reply.len == 0) {
         lua_pushboolean(L, 0);
@@ -1677,9 +1678,9 @@ static void fuzz_budget_hook(lua_State *L, lua_Debug *ar)
 }
 #endif
 
-void script_run(const char *sha, struct script_hold *h, int64_t start_ns, char **keys,
-                const size_t *klens, int nkeys, char **args, const size_t *alens, int nargs,
-                struct rbuf *out)
+void script_run(const char *sha, script_call_fn call, void *call_ud, int64_t start_ns,
+                char **keys, const size_t *klens, int nkeys, char **args, const size_t *alens,
+                int nargs, struct rbuf *out)
 {
     struct engine *e = engine_get();
     lua_State *L = e->L;
@@ -1697,7 +1698,8 @@ void script_run(const char *sha, struct script_hold *h, int64_t start_ns, char *
     set_array(L, base + 3, e->argv_ref, args, alens, nargs);
     lua_pop(L, 1);
     e->sha = sha;
-    e->hold = h;
+    e->call = call;
+    e->call_ud = call_ud;
     e->handled = 0;
     atomic_store(&e->wrote, 0);
 #ifdef RLIMITD_FUZZ_SCRIPT_BUDGET
@@ -1714,7 +1716,8 @@ void script_run(const char *sha, struct script_hold *h, int64_t start_ns, char *
     int rc = lua_pcall(L, 0, 1, base + 1);
     atomic_store(&e->run_start, 0);
     e->cur_start = 0;
-    e->hold = NULL;
+    e->call = NULL;
+    e->call_ud = NULL;
     if (rc == 0) {
         lua_to_reply(L, -1, out, 0);
     } else if (e->handled && lua_isstring(L, -1)) {
