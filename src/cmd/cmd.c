@@ -15,8 +15,8 @@
 
 #include "rlimitd/clock.h"
 #include "rlimitd/isallowed.h"
+#include "rlimitd/script.h"
 #include "rlimitd/util.h"
-#include "script.h"
 #include "slowlog.h"
 
 /* ---- the table ---- */

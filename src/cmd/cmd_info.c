@@ -22,9 +22,9 @@
 #include <unistd.h>
 
 #include "rlimitd/clock.h"
+#include "rlimitd/script.h"
 #include "rlimitd/util.h"
 #include "rlimitd_version.h"
-#include "script.h"
 
 /* The Redis version INFO claims. Clients and tools gate features on redis_version (redis-py
  * and go-redis pick command shapes by it, redis_exporter its metric set); rlimitd answers

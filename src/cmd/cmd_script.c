@@ -3,7 +3,8 @@
  * The dispatcher has already locked the shards of the declared KEYS (CMD_NUMKEYS), in ascending
  * order like any multi-key command, and read the clock once: the whole script runs under those
  * locks and sees that one reading (cmd_ctx.now). The script itself runs in this thread's Lua
- * engine (script_lua.c); its calls come back through cmd_from_script (cmd.c). */
+ * engine (src/script); its calls come back through cmd_from_script (cmd.c), which this file hands
+ * the engine with each run. */
 #include "cmd_internal.h"
 #include "rlimitd/alloc.h"
 
@@ -11,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "script.h"
+#include "rlimitd/script.h"
 
 #define KEYS_ON_STACK 16
 

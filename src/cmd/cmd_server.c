@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rlimitd/script.h"
 #include "rlimitd/util.h"
 #include "rlimitd_version.h"
-#include "script.h"
 
 static void set_str(struct cmd_env *env, char **dst, const char *p, size_t len);
 

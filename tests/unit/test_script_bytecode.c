@@ -1,5 +1,5 @@
 /* test_script_bytecode.c - the bytecode scan that lets a script run without sandbox proxies
- * (src/cmd/script_bytecode.h): each fact is found wherever it hides (nested functions,
+ * (src/script/script_bytecode.h): each fact is found wherever it hides (nested functions,
  * constants), a script without them scans clean, and a damaged chunk never reads out of
  * bounds and always answers BC_UNKNOWN or facts no weaker than the whole chunk's. */
 #include <criterion/criterion.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/cmd/script_bytecode.h"
+#include "../../src/script/script_bytecode.h"
 
 struct chunk {
     unsigned char *p;

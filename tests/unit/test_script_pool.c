@@ -1,4 +1,4 @@
-/* test_script_pool.c - the small-object allocator under the Lua states (src/cmd/script_pool.h):
+/* test_script_pool.c - the small-object allocator under the Lua states (src/script/script_pool.h):
  * blocks keep their bytes through growth and shrinking, freed blocks are reused by their class,
  * and a used-up arena hands on to malloc without losing either kind of block. */
 #include <criterion/criterion.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/cmd/script_pool.h"
+#include "../../src/script/script_pool.h"
 
 static struct script_pool pool;
 

@@ -1,9 +1,11 @@
-/* script.h - Lua scripting (EVAL family), internal to the daemon.
+/* script.h - the script layer (src/script): Lua scripting for the EVAL family, internal to the
+ * daemon.
  *
  * Two halves: the script cache (script_cache.c), one table of sources keyed by SHA1 shared by
  * every connection and thread under a mutex; and the Lua engine (script_lua.c), one lua_State per
  * thread that runs scripts, each compiling a cached source on its first use there (DESIGN.md
- * "Scripting"). The commands themselves (EVAL, EVALSHA, SCRIPT) are in cmd_script.c. */
+ * "Scripting"). The commands themselves (EVAL, EVALSHA, SCRIPT) are in src/cmd/cmd_script.c,
+ * above this layer: the engine reaches them only through the script_call_fn it is handed. */
 #ifndef RLIMITD_SCRIPT_H
 #define RLIMITD_SCRIPT_H
 

@@ -4,7 +4,7 @@
  * The cache maps a SHA1 to the body the client sent. It is guarded by one mutex: it is touched
  * only by SCRIPT LOAD, EVAL of a new body, SCRIPT EXISTS/FLUSH and a thread's first EVALSHA of a
  * script; a warm EVALSHA finds its compiled function in the thread's own Lua state without it. */
-#include "script.h"
+#include "rlimitd/script.h"
 #include "rlimitd/alloc.h"
 
 #include <ctype.h>

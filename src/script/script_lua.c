@@ -21,7 +21,7 @@
  * Memory: a counting allocator over the state's own pool (script_pool.h); a state past
  * SCRIPT_MEM_LIMIT gets "not enough memory" (a Lua error, not a dead process), and INFO's
  * used_memory_lua sums the states. */
-#include "script.h"
+#include "rlimitd/script.h"
 #include "rlimitd/alloc.h"
 
 #include <lauxlib.h>
