@@ -18,9 +18,7 @@
  * tables. Such a script writes tables only through table constructors and C functions, and
  * the C functions that write a table argument (rawset, setmetatable, table.insert) refuse them.
  *
- * Memory: a counting allocator over the state's own pool (script_pool.h); a state past
- * SCRIPT_MEM_LIMIT gets "not enough memory" (a Lua error, not a dead process), and INFO's
- * used_memory_lua sums the states. */
+ * Memory: each state allocates through script_state.c's counting allocator. */
 #include "rlimitd/script.h"
 #include "rlimitd/alloc.h"
 
@@ -44,128 +42,14 @@
 #include "rlimitd/reply.h"
 #include "script_bytecode.h"
 #include "script_cmsgpack.h"
-#include "script_pool.h"
+#include "script_state.h"
 #include "script_struct.h"
 
-#ifdef RLIMITD_FUZZ_SCRIPT_BUDGET
-#define SCRIPT_MEM_LIMIT ((size_t)32 << 20) /* fuzz builds: see fuzz_budget_hook */
-#else
-#define SCRIPT_MEM_LIMIT ((size_t)256 << 20) /* per thread's state */
-#endif
-#define GC_FULL_AFTER ((size_t)16 << 20) /* growth since the last full collection */
-/* The collector's pause (how far the heap grows past the live data before a new cycle): Lua's
- * default of 200% once the heap is past GC_SMALL_HEAP, and twice that below it, where a cycle
- * is mostly marking the same few hundred KB of libraries and compiled scripts again. A wide
- * pause with a large live heap would let garbage take the room a script has under
- * SCRIPT_MEM_LIMIT (Lua 5.1 does not collect before failing an allocation), so the allocator
- * narrows it the moment the heap passes GC_SMALL_HEAP, before the next cycle sets its
- * threshold from it. */
-#define GC_PAUSE 200
-#define GC_PAUSE_SMALL 400
-#define GC_SMALL_HEAP ((size_t)8 << 20)
 #define REPLY_MAX_DEPTH 1000                 /* nesting of a script's reply */
 #define REPLY_KEEP 64 /* elements of a script's reply array read once (lua_to_reply) */
 #define REDIS_VERSION_STR "7.0.15"
 #define REDIS_VERSION_NUM 0x07000f
 #define KILLED_TEXT "Script killed by user with SCRIPT KILL..." /* push_error adds "ERR " */
-
-#define FN_SLOTS 16 /* compiled scripts an engine finds without a Lua table lookup */
-
-/* A script recently run here: its function held by a registry reference. */
-struct fn_slot {
-    char sha[40];
-    int ref; /* 0: empty */
-    int flags;
-};
-
-struct engine {
-    lua_State *L;
-    struct script_pool pool;    /* where L's memory comes from */
-    size_t mem;                 /* bytes the allocator handed out (this thread only) */
-    size_t mem_pub;             /* mem as last added to total_mem */
-    size_t mem_gc;              /* mem after the last full collection */
-    int small_pause;            /* the collector's pause is GC_PAUSE_SMALL */
-    uint64_t gen;               /* script_cache_generation() the functions were compiled under */
-    int fns_ref, flags_ref;     /* registry: sha -> function, sha -> shebang flags */
-    int globals_ref;            /* registry: W, the whitelist the globals proxy reads */
-    int direct_ref;             /* registry: W with the real library tables (see open_libs) */
-    int strmt_ref;              /* registry: what getmetatable('') shows */
-    const void *g;              /* the globals proxy G */
-    int handler_ref;            /* registry: the error handler */
-    int ro_ref;                 /* registry: read-only table -> what it shows (below) */
-    int err_ref, ok_ref;        /* registry: the strings "err" and "ok" */
-    int keys_ref, argv_ref;     /* registry: the strings "KEYS" and "ARGV" */
-    struct fn_slot fns[FN_SLOTS]; /* by the sha's first hex digit; a subset of fns_ref's */
-    const char *sha;            /* the running script, for error texts */
-    int handled;                /* the error handler formatted the error on the stack */
-    script_call_fn call;        /* how the running script's redis.call runs a command */
-    void *call_ud;              /* call's argument: the script's hold on the keyspace */
-    struct rbuf reply;          /* redis.call's reply */
-    char **argv;
-    size_t *lens;
-    int cap;
-    uint64_t rand48;            /* math.random's state */
-    /* Read by SCRIPT KILL and BUSY checks on other threads. */
-    /* A run is named by its start (CLOCK_MONOTONIC ns, made unique per engine), so a kill
-     * aimed at one run can never stop the next: no lock is shared between threads per run. */
-    _Atomic int64_t run_start;  /* the running script's start, 0 if idle */
-    _Atomic int64_t kill_start; /* SCRIPT KILL (or SHUTDOWN NOSAVE) asked that run to stop */
-    int64_t cur_start;          /* run_start as this thread set it (0 if idle) */
-    int64_t last_start;         /* the latest run's start */
-    pthread_t thread;           /* the one thread that runs this state */
-    int thread_gone;            /* under engines_lock: that thread has ended */
-    _Atomic int wrote;          /* the running script has run a write command */
-    struct engine *next;
-};
-
-static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct engine *engines;
-static __thread struct engine *tl_engine;
-/* Pushes "err" or "ok", interned once per state and held in the registry: the reply
- * conversions look these keys up for every table. */
-#define push_err_key(L) lua_rawgeti((L), LUA_REGISTRYINDEX, tl_engine->err_ref)
-#define push_ok_key(L) lua_rawgeti((L), LUA_REGISTRYINDEX, tl_engine->ok_ref)
-
-static _Atomic int64_t total_mem; /* every engine's mem, to within MEM_PUBLISH_STEP each */
-#define MEM_PUBLISH_STEP 65536
-
-/* Whether the running script was asked to stop. */
-static int killed(const struct engine *e)
-{
-    return e->cur_start != 0 &&
-           atomic_load_explicit(&e->kill_start, memory_order_relaxed) == e->cur_start;
-}
-
-static void mem_publish(struct engine *e)
-{
-    atomic_fetch_add_explicit(&total_mem, (int64_t)e->mem - (int64_t)e->mem_pub,
-                              memory_order_relaxed);
-    e->mem_pub = e->mem;
-}
-
-/* ---- allocator ---- */
-
-static void *lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-    struct engine *e = ud;
-    size_t mem = e->mem - osize + nsize; /* osize is 0 for a new block (Lua 5.1's contract) */
-    if (nsize > osize && mem > SCRIPT_MEM_LIMIT)
-        return NULL; /* Lua raises "not enough memory" */
-    void *p = script_pool_realloc(&e->pool, ptr, osize, nsize);
-    if (p == NULL && nsize != 0)
-        return NULL;
-    e->mem = mem;
-    /* Published when it moved more than a step either way (unsigned: one comparison). */
-    if (mem - e->mem_pub + MEM_PUBLISH_STEP > 2 * MEM_PUBLISH_STEP) {
-        mem_publish(e);
-        /* Only writes the pause: safe inside an allocation. */
-        if (e->small_pause && mem > GC_SMALL_HEAP && e->L != NULL) {
-            lua_gc(e->L, LUA_GCSETPAUSE, GC_PAUSE);
-            e->small_pause = 0;
-        }
-    }
-    return p;
-}
 
 /* ---- Redis's error tables ---- */
 
@@ -393,13 +277,6 @@ static void lua_to_reply(lua_State *L, int idx, struct rbuf *out, int depth)
 }
 
 /* ---- the redis library ---- */
-
-static struct engine *engine_of(lua_State *L)
-{
-    void *ud;
-    lua_getallocf(L, &ud);
-    return ud;
-}
 
 static int redis_call(lua_State *L, int raise)
 {
@@ -1784,38 +1661,4 @@ int script_busy(int64_t older_than_ns)
     }
     pthread_mutex_unlock(&engines_lock);
     return busy;
-}
-
-uint64_t script_engine_memory(void)
-{
-    int64_t sum = atomic_load_explicit(&total_mem, memory_order_relaxed);
-    return sum < 0 ? 0 : (uint64_t)sum;
-}
-
-void script_thread_exit(void)
-{
-    pthread_mutex_lock(&engines_lock);
-    if (tl_engine != NULL)
-        tl_engine->thread_gone = 1;
-    pthread_mutex_unlock(&engines_lock);
-}
-
-void script_engine_free_all(void)
-{
-    pthread_mutex_lock(&engines_lock);
-    struct engine *e = engines;
-    engines = NULL;
-    pthread_mutex_unlock(&engines_lock);
-    while (e != NULL) {
-        struct engine *next = e->next;
-        lua_close(e->L);
-        script_pool_free(&e->pool);
-        rbuf_free(&e->reply);
-        free(e->argv);
-        free(e->lens);
-        free(e);
-        e = next;
-    }
-    tl_engine = NULL;
-    atomic_store(&total_mem, 0);
 }
