@@ -2,9 +2,9 @@
  * daemon.
  *
  * Two halves: the script cache (script_cache.c), one table of sources keyed by SHA1 shared by
- * every connection and thread under a mutex; and the Lua engine (script_lua.c), one lua_State per
- * thread that runs scripts, each compiling a cached source on its first use there (DESIGN.md
- * "Scripting"). The commands themselves (EVAL, EVALSHA, SCRIPT) are in src/cmd/cmd_script.c,
+ * every connection and thread under a mutex; and the Lua engine (script_run.c and the files it
+ * uses), one lua_State per thread that runs scripts, each compiling a cached source on its
+ * first use there (DESIGN.md "Scripting"). The commands themselves (EVAL, EVALSHA, SCRIPT) are in src/cmd/cmd_script.c,
  * above this layer: the engine reaches them only through the script_call_fn it is handed. */
 #ifndef RLIMITD_SCRIPT_H
 #define RLIMITD_SCRIPT_H
@@ -46,7 +46,7 @@ void script_cache_free(void);
  * error text in err. */
 int script_shebang(const char *body, size_t len, unsigned *flags, char *err, size_t errlen);
 
-/* ---- the engine (script_lua.c) ---- */
+/* ---- the engine (script_run.c; kill and busy in script_kill.c) ---- */
 
 /* Compiles body (sha its SHA1, lower case) in this thread's engine, keeping the function.
  * Returns its shebang flags (>= 0), or -1 with Redis's error text (bad shebang, "ERR Error

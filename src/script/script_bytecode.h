@@ -1,6 +1,6 @@
 /* script_bytecode.h - what a compiled script can do to tables, read from its Lua 5.1 bytecode.
  *
- * The sandbox (script_lua.c) makes every table a script can reach but does not own read-only
+ * The sandbox (script_sandbox.c) makes every table a script can reach but does not own read-only
  * by proxies, which cost table lookups on every global and library access. A script whose
  * code provably cannot write to such tables runs without the proxies: this scan proves it. */
 #ifndef RLIMITD_SCRIPT_BYTECODE_H

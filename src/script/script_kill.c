@@ -15,7 +15,7 @@
 #include "rlimitd/clock.h"
 #include "rlimitd/script.h"
 #include "script_redis.h"
-#include "script_state.h"
+#include "script_engine.h"
 #include "script_stdlib.h"
 
 #define KILLED_TEXT "Script killed by user with SCRIPT KILL..." /* push_error adds "ERR " */

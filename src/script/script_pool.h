@@ -1,4 +1,4 @@
-/* script_pool.h - the small-object allocator under each thread's Lua state (script_lua.c).
+/* script_pool.h - the small-object allocator under each thread's Lua state (script_engine.c).
  *
  * A Lua script allocates and frees many small objects per call (strings, tables, closures,
  * call frames), all from the one thread that owns the state. The pool serves blocks of up to

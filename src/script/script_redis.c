@@ -17,7 +17,7 @@
 #include "rlimitd/reply.h"
 #include "rlimitd/script.h"
 #include "rlimitd/util.h"
-#include "script_state.h"
+#include "script_engine.h"
 
 #define REPLY_MAX_DEPTH 1000                 /* nesting of a script's reply */
 #define REPLY_KEEP 64 /* elements of a script's reply array read once (lua_to_reply) */

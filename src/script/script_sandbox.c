@@ -28,7 +28,7 @@
 #include "script_cmsgpack.h"
 #include "script_kill.h"
 #include "script_redis.h"
-#include "script_state.h"
+#include "script_engine.h"
 #include "script_stdlib.h"
 #include "script_struct.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "rlimitd/util.h"
-#include "script_state.h"
+#include "script_engine.h"
 
 /* ---- wrapped library functions ----
  * A wrapper replaces a library's C function and, after its own work, runs the original on its

@@ -104,7 +104,7 @@ CASES = {
                 ev("local x = 1 return x"), ev("local t = {} t.a = 1 return t.a"),
                 ev("return type(coroutine.create)")],
     # A script runs with the globals and library tables as proxies, or directly when its
-    # bytecode shows it cannot write to them (script_lua.c): the prefixes put each probe on
+    # bytecode shows it cannot write to them (script_sandbox.c): the prefixes put each probe on
     # the direct path, the one for scripts that assign table fields, and the one for scripts
     # that name _G. Every path must read and refuse as Redis does.
     "sandbox paths": [ev(pre + probe) for pre in ("", "local t = {} t.x = 1 ", "local g = _G ")

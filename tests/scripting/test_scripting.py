@@ -488,7 +488,7 @@ def free_key(b, prefix):
 def t_large_live_heap_with_garbage(srv):
     """A script that keeps about 80 MB of tables alive while it makes 300 MB of garbage runs to
     the end: the collector's pause, wide on small heaps, narrows once the heap passes 8 MB
-    (script_lua.c), so garbage never grows to four times the live data and past the state's
+    (src/script/script_engine.c), so garbage never grows to four times the live data and past the state's
     256 MB (with the wide pause kept, this script answers 'not enough memory')."""
     c = srv.conn()
     body = ("local t = {} for i = 1, 600000 do t[i] = {i, i, i, i} end "

@@ -1,8 +1,8 @@
-/* script_state.h - a thread's Lua engine as every file of the engine sees it: struct engine,
+/* script_engine.h - a thread's Lua engine as every file of the engine sees it: struct engine,
  * the registry of engines (SCRIPT KILL and BUSY walk it, teardown frees it) and the counting
- * allocator under each state (script_state.c). Private to src/script. */
-#ifndef RLIMITD_SCRIPT_STATE_H
-#define RLIMITD_SCRIPT_STATE_H
+ * allocator under each state (script_engine.c). Private to src/script. */
+#ifndef RLIMITD_SCRIPT_ENGINE_H
+#define RLIMITD_SCRIPT_ENGINE_H
 
 #include <lua.h>
 #include <pthread.h>

@@ -1,10 +1,10 @@
-/* script_state.c - what every thread's engine shares: the registry of engines, the counting
+/* script_engine.c - what every thread's engine shares: the registry of engines, the counting
  * allocator each Lua state allocates through, the memory INFO reports, and teardown.
  *
  * Memory: a counting allocator over the state's own pool (script_pool.h); a state past
  * SCRIPT_MEM_LIMIT gets "not enough memory" (a Lua error, not a dead process), and INFO's
  * used_memory_lua sums the states. */
-#include "script_state.h"
+#include "script_engine.h"
 
 #include <lua.h>
 #include <pthread.h>

@@ -1,9 +1,9 @@
-/* script_lua.c - the Lua engine behind EVAL: one Lua 5.1 state per thread, sandboxed as Redis 7
- * sandboxes its own (script_sandbox.c), with the `redis` library and Redis's conversions
- * between Lua values and replies (script_redis.c) (docs/COMMANDS.md, Scripting, DESIGN.md
- * "Scripting"). This file creates a thread's state, compiles scripts into it and runs them.
- *
- * Memory: each state allocates through script_state.c's counting allocator. */
+/* script_run.c - compiling and running scripts (script_compile, script_lookup, script_run) in
+ * this thread's engine: one Lua 5.1 state per thread, created at the thread's first script,
+ * sandboxed as Redis 7 sandboxes its own (script_sandbox.c), with the `redis` library and
+ * Redis's conversions between Lua values and replies (script_redis.c) (docs/COMMANDS.md,
+ * Scripting, DESIGN.md "Scripting"). The state allocates through script_engine.c's counting
+ * allocator; SCRIPT KILL stops a run through script_kill.c. */
 #include "rlimitd/script.h"
 #include "rlimitd/alloc.h"
 
@@ -19,7 +19,7 @@
 #include "script_kill.h"
 #include "script_redis.h"
 #include "script_sandbox.h"
-#include "script_state.h"
+#include "script_engine.h"
 #include "script_stdlib.h"
 
 static struct fn_slot *fn_slot_of(struct engine *e, const char *sha)
