@@ -1,4 +1,4 @@
-/* cmd.c - the command table and the dispatcher.
+/* cmd_dispatch.c - the command table and the dispatcher.
  *
  * cmd_execute is the single door between a parsed request and the keyspace. In order it: reads
  * the clock once, finds the command (case-insensitive), checks arity, checks AUTH, queues the
