@@ -132,14 +132,13 @@ void cmd_from_script(void *hold, int argc, char **argv, const size_t *lens, stru
 void ctx_lock_shard(struct cmd_ctx *x, unsigned shard);
 void ctx_unlock_shard(struct cmd_ctx *x, unsigned shard);
 
-/* Argument helpers: parse argv[i] as a strict integer; on failure reply Redis's error
- * "ERR value is not an integer or out of range" and return -1. */
+/* Argument helpers (cmd_helpers.c): parse argv[i] as a strict integer; on failure reply Redis's
+ * error "ERR value is not an integer or out of range" and return -1. */
 int arg_i64(struct cmd_ctx *x, int i, int64_t *out);
 int arg_is(const struct cmd_ctx *x, int i, const char *lit);
 void reply_syntax_error(struct rbuf *out);
 /* Replies for KS_WRONGTYPE / KS_OOM / KS_NOTINT / KS_OVERFLOW. */
 void reply_ks_error(struct rbuf *out, int rc);
-
 
 /* Limiter decisions (cmd_limiter.c): counts one call of a limiter command into INFO limiter
  * and, when it was limited, its key (x->keys[0]) into LIMITER TOP. Every limiter handler calls
@@ -170,7 +169,7 @@ void multi_discard(struct session *s);
  * key's shard lock itself, so the caller holds none. */
 void watch_release_all(struct session *s);
 
-/* Replies for commands with subcommands (cmd_command.c), Redis's texts:
+/* Replies for commands with subcommands (cmd_helpers.c), Redis's texts:
  * "ERR unknown subcommand '<argv[1]>'. Try <CMD> HELP." and
  * "ERR wrong number of arguments for '<cmd>|<sub>' command"; and a HELP reply, an array of
  * status lines from a NULL-terminated list. */
