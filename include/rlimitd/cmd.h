@@ -38,7 +38,7 @@ struct session {
     const char *peer;     /* "ip:port" of the client (owned by the connection), for SLOWLOG */
     size_t multi_mem;     /* bytes of the commands queued in MULTI (CLIENT LIST) */
     int multi_count;      /* commands queued in MULTI, -1 outside MULTI (CLIENT LIST) */
-    struct watched *watched; /* WATCHed keys (cmd.c), NULL when none */
+    struct watched *watched; /* WATCHed keys (cmd_tx.c), NULL when none */
 };
 
 /* Services of the layers above, provided by server.c. Any may be NULL (tests, fuzz). */

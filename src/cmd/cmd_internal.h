@@ -163,7 +163,7 @@ void stats_reset(struct cmd_env *env);
     (offsetof(struct stats, cmd) + (size_t)(i) * sizeof(struct cmd_stats) +                        \
      offsetof(struct cmd_stats, field))
 
-/* MULTI queue (cmd.c). */
+/* Transactions (cmd_tx.c). */
 void multi_discard(struct session *s);
 /* Drops every key the session WATCHes (UNWATCH, EXEC, DISCARD, RESET, disconnect); takes each
  * key's shard lock itself, so the caller holds none. */
