@@ -100,12 +100,13 @@ CMD_AREAS(CMD_DECLARE_AREA)
 /* The joined table (n rows). */
 const struct cmd_def *cmd_table(int *n);
 
-/* A running script's hold on the keyspace (cmd_script.c sets it up, cmd.c's cmd_from_script
- * checks each redis.call against it). The dispatcher locked the shards of the declared KEYS
- * before EVAL's handler ran; a call may touch only declared keys. ISALLOWED's state key is
- * derived from its arguments, so its shard may be outside that set: cmd_from_script then takes
- * it too (blocking only for a shard above every held one, so lock order stays ascending;
- * otherwise trylock) and records it in `extra` for the handler to release. */
+/* A running script's hold on the keyspace (cmd_script.c sets it up, cmd_from_script in
+ * cmd_script_hold.c checks each redis.call against it). The dispatcher locked the shards of the
+ * declared KEYS before EVAL's handler ran; a call may touch only declared keys. ISALLOWED's
+ * state key is derived from its arguments, so its shard may be outside that set:
+ * cmd_from_script then takes it too (blocking only for a shard above every held one, so lock
+ * order stays ascending; otherwise trylock) and records it in `extra` for the handler to
+ * release. */
 #define SHARD_WORDS 64 /* 4096 shards at most (ks_create's limit) */
 struct script_hold {
     struct cmd_ctx *x;      /* the EVAL: env, session, the one clock reading */
