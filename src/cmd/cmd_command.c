@@ -424,7 +424,7 @@ static void reply_docs(struct rbuf *out, const struct cmd_def *d)
     const struct cmd_docs *m = docs_of(d);
     reply_bulk_cstr(out, d->name);
     if (m == NULL) {
-        /* A command added to cmd.c without a meta row: still a valid docs map. */
+        /* A command added without a meta row: still a valid docs map. */
         reply_array(out, 6);
         reply_bulk_cstr(out, "summary");
         reply_bulk_cstr(out, "");
@@ -533,7 +533,7 @@ static void command_getkeys(struct cmd_ctx *x, int with_flags)
         reply_error(x->out, "ERR The command has no key arguments");
         return;
     }
-    /* The same positions the dispatcher locks (cmd.c collect_keys). ISALLOWED's state key is
+    /* The same positions the dispatcher locks (cmd_run.c key_span). ISALLOWED's state key is
      * derived from its user argument, whose hash tag it carries: the user is what routes. */
     int last = d->last_key < 0 ? argc + d->last_key : d->last_key;
     if (last >= argc)

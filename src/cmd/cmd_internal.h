@@ -1,5 +1,5 @@
-/* cmd_internal.h - what the command handlers (cmd_*.c) share with the dispatcher (cmd.c).
- * Not part of any public contract. */
+/* cmd_internal.h - what the command handlers (cmd_*.c) share with the dispatcher's files
+ * (cmd_dispatch.c, cmd_table.c, cmd_run.c, cmd_tx.c, ...). Not part of any public contract. */
 #ifndef RLIMITD_CMD_INTERNAL_H
 #define RLIMITD_CMD_INTERNAL_H
 
@@ -87,7 +87,7 @@ struct cmd_def {
     struct cmd_docs doc;
 };
 
-/* The areas, in COMMAND's order; cmd.c joins their tables into one at the first lookup. */
+/* The areas, in COMMAND's order; cmd_table.c joins their tables into one at the first lookup. */
 #define CMD_AREAS(X)                                                                              \
     X(limit) X(string) X(key) X(hash) X(list) X(server) X(slowlog) X(info) X(command) X(tx)      \
     X(limiter) X(zset) X(script)
@@ -97,7 +97,7 @@ struct cmd_def {
 CMD_AREAS(CMD_DECLARE_AREA)
 #undef CMD_DECLARE_AREA
 
-/* The joined table (n rows). */
+/* The joined table (n rows, cmd_table.c). */
 const struct cmd_def *cmd_table(int *n);
 
 /* A running script's hold on the keyspace (cmd_script.c sets it up, cmd_from_script in

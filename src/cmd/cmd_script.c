@@ -3,8 +3,8 @@
  * The dispatcher has already locked the shards of the declared KEYS (CMD_NUMKEYS), in ascending
  * order like any multi-key command, and read the clock once: the whole script runs under those
  * locks and sees that one reading (cmd_ctx.now). The script itself runs in this thread's Lua
- * engine (src/script); its calls come back through cmd_from_script (cmd.c), which this file hands
- * the engine with each run. */
+ * engine (src/script); its calls come back through cmd_from_script (cmd_script_hold.c), which
+ * this file hands the engine with each run. */
 #include "cmd_internal.h"
 #include "rlimitd/alloc.h"
 
