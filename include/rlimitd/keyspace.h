@@ -2,8 +2,8 @@
  *
  * Locking contract: every function that takes a key requires the caller to hold the lock of that
  * key's shard (ks_lock(ks, ks_shard(ks, key))); functions taking a shard index require that
- * shard's lock. cmd.c does the locking; nothing in here locks, except the global counters, which
- * are atomics. Every time is absolute wall-clock nanoseconds; `now` is the command's clock read.
+ * shard's lock. The command layer does the locking (src/cmd, cmd_run.c); nothing in here locks,
+ * except the global counters, which are atomics. Every time is absolute wall-clock nanoseconds; `now` is the command's clock read.
  * An entry whose expiry is <= now is treated as absent and freed on the spot. */
 #ifndef RLIMITD_KEYSPACE_H
 #define RLIMITD_KEYSPACE_H
