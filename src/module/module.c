@@ -12,8 +12,6 @@
 #include "rlimitd/topk.h"
 #include "rlimitd/util.h"
 
-int64_t rl_window_max_count = ISALLOWED_DEFAULT_MAX_COUNT;
-
 static int parse_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
                       int64_t *window_max_count, int64_t *top_size)
 {

@@ -3,7 +3,12 @@
  *
  * Data flow: module_cmds.c (CL.THROTTLE, ISALLOWED: decide with the primary's clock) and
  * module_effects.c (RLIMIT.*: apply a decided effect, as replicas and AOF replay do) both change
- * state only through module_state.c, which owns the two data types and their persistence. */
+ * state only through module_state.c, which owns the two data types and their persistence.
+ *
+ * Calls between the files go one way: module.c (load arguments, the command table) calls the
+ * handlers; module_cmds.c and module_effects.c call module_state.c; module_cmds.c and
+ * module_state.c call module_stats.c (counts); the handlers and module_stats.c call
+ * module_reply.c; all of them call the module API (module_api.c) and nothing calls module.c. */
 #ifndef RLIMITD_MODULE_INTERNAL_H
 #define RLIMITD_MODULE_INTERNAL_H
 
@@ -11,8 +16,10 @@
 
 #include "rlimitd/redismodule_api.h"
 #include "rlimitd/swlog.h"
+#include "rlimitd/util.h"
 
-/* Set at load (module.c). */
+/* Set at load: the types by rl_types_create (module_state.c), the count by RedisModule_OnLoad
+ * (module.c); the count is defined in module_cmds.c, whose ISALLOWED reads it. */
 extern RedisModuleType *rl_gcra_type; /* TYPE shows "rlim-gcra" */
 extern RedisModuleType *rl_wlog_type; /* TYPE shows "rlim-wlog" */
 extern int64_t rl_window_max_count;   /* load argument window-max-count */
@@ -65,14 +72,24 @@ void rl_stats_values(int64_t delta);
 void rl_info(RedisModuleInfoCtx *ctx, int for_crash_report);
 int rl_cmd_top(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 
-/* ---- helpers (module_cmds.c) ---- */
+/* ---- module_reply.c: the shared error replies ---- */
 
-/* Parses argv[i] as Redis's strict base-10 int64; on failure replies the daemon's error and
- * returns -1. */
-int rl_arg_i64(RedisModuleCtx *ctx, RedisModuleString *arg, int64_t *out);
 /* Replies the daemon's arity error for cmd (lower case, as Redis 7 names commands). */
 int rl_reply_arity(RedisModuleCtx *ctx, const char *cmd);
 /* Replies "ERR <text>". */
 int rl_reply_err(RedisModuleCtx *ctx, const char *text);
+
+/* Parses arg as Redis's strict base-10 int64; on failure replies the daemon's error and returns
+ * -1. Inline: CL.THROTTLE parses three or four arguments with it on every call. */
+static inline int rl_arg_i64(RedisModuleCtx *ctx, RedisModuleString *arg, int64_t *out)
+{
+    size_t len;
+    const char *s = RedisModule_StringPtrLen(arg, &len);
+    if (util_parse_i64(s, len, out) != 0) {
+        rl_reply_err(ctx, "value is not an integer or out of range");
+        return -1;
+    }
+    return 0;
+}
 
 #endif
