@@ -6,7 +6,10 @@
  * propagates what it stored (RLIMIT.SETTAT, RLIMIT.LOGPUSH, see module_effects.c), so replicas
  * and AOF replay hold the primary's exact state instead of recomputing with another clock.
  * Limited calls and peeks store nothing and so propagate nothing. */
-#include "module_internal.h"
+#include "module_cmds.h"
+#include "module_reply.h"
+#include "module_state.h"
+#include "module_stats.h"
 
 #include <string.h>
 #include <time.h>
@@ -15,8 +18,6 @@
 #include "rlimitd/gcra_redis.h"
 #include "rlimitd/isallowed.h"
 
-/* The load argument window-max-count (module.c sets it once the load is certain): ISALLOWED's
- * bound on max_count. */
 int64_t rl_window_max_count = ISALLOWED_DEFAULT_MAX_COUNT;
 
 /* COMMANDS.md, CL.THROTTLE: the wall clock, read once per command. */

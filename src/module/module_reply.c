@@ -1,7 +1,7 @@
 /* module_reply.c - the error replies every command of rlimit.so shares, in the daemon's words
- * (rl_arg_i64, inline in module_internal.h, uses them too). Calls nothing of the module but the
+ * (rl_arg_i64, inline in module_reply.h, uses them too). Calls nothing of the module but the
  * Redis module API: the command files call down to it. */
-#include "module_internal.h"
+#include "module_reply.h"
 
 #include <stdio.h>
 

@@ -1,6 +1,7 @@
 /* zset_read.c - sorted sets (zset.h): what reads them without a change: a member's score and
- * rank, the ranks of a score or lex range, cursors, and zs_check. Calls nothing in zset.c; the
- * layouts and the decoding it shares with the writes are in zset_internal.h. */
+ * rank, the ranks of a score or lex range, cursors, and zs_check. Calls nothing in zset.c (it
+ * reads the member hash's seed, zs_member_seed); the layouts and the decoding it shares with the
+ * writes are in zset_internal.h. */
 #include "zset_internal.h"
 
 #include <math.h>
