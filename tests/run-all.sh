@@ -4,7 +4,8 @@
 #   2. build-ci:   -Dwerror=true, every unit and integration test, and rlimit.so (-Dmodule=true)
 #                  with its tests against Debian's redis-server, a 3+3 Redis Cluster included;
 #   3. build-asan: ASan + UBSan, every test again; fails on any sanitizer report in the test log
-#      (Criterion forks per test, so a report does not always fail the run by itself: STYLE.md);
+#      (Criterion runs each test in a forked child, so a report there does not always fail the run
+#      by itself);
 #   4. build-tsan: ThreadSanitizer: tsan_limiter_top (LIMITER TOP's sketches written by two
 #      threads while read, resized and reset), then the daemon driven by build-ci's config_race
 #      test (CONFIG SET of every live directive while traffic flows on two I/O threads); fails

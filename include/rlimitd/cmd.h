@@ -41,7 +41,8 @@ struct session {
     struct watched *watched; /* WATCHed keys (cmd_tx.c), NULL when none */
 };
 
-/* Services of the layers above, provided by server.c. Any may be NULL (tests, fuzz). */
+/* Services of the layers above, provided by the network layer (src/net/hooks.c). Any may be
+ * NULL (tests, fuzz). */
 struct server_hooks {
     void *ud;
     /* CLIENT LIST / CLIENT INFO: append one Redis-format line per client (only `only` if set). */

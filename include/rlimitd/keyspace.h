@@ -252,7 +252,7 @@ int ks_persist(struct keyspace *ks, const struct ks_key *key, int64_t now);
 int ks_rename(struct keyspace *ks, const struct ks_key *src, const struct ks_key *dst, int64_t now,
               int nx);
 
-/* ---- WATCH (keyspace.c "Watched keys") ----
+/* ---- WATCH (src/store/ks_internal.h "Watched keys"; keyspace.c) ----
  * Every write to a watched key (any command, limiter, deletion, expiry, FLUSHALL) bumps its
  * version. ks_watch_key (key's shard locked) registers one watcher of key and returns its
  * handle with the version now; ks_watch_changed (the handle's shard locked) says whether the key

@@ -4,11 +4,12 @@
  * single element of any size) are one malloc block: a header and the elements back to back, each
  * a tag byte and its bytes; a string that is a canonical int64 in decimal ("1700000000123", not
  * "007" or "+1") is stored as a little-endian integer of 1 to 8 bytes and given back in decimal,
- * so a 13-digit millisecond timestamp takes 6 bytes (listval.c has the encoding). A list that outgrows one block becomes a
- * deque of such blocks (nodes, each within the same bounds) behind an array of node pointers
- * with room at both ends, so pushes and pops at either end are O(1) amortized and a lookup by
- * index walks node counts from the nearer end. A big list that shrinks to half a node's bounds
- * becomes one block again. Not thread safe: the keyspace's shard lock guards it. */
+ * so a 13-digit millisecond timestamp takes 6 bytes (listval_internal.h has the encoding). A list
+ * that outgrows one block becomes a deque of such blocks (nodes, each within the same bounds)
+ * behind an array of node pointers with room at both ends, so pushes and pops at either end are
+ * O(1) amortized and a lookup by index walks node counts from the nearer end. A big list that
+ * shrinks to half a node's bounds becomes one block again. Not thread safe: the keyspace's shard
+ * lock guards it. */
 #ifndef RLIMITD_LISTVAL_H
 #define RLIMITD_LISTVAL_H
 

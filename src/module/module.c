@@ -3,16 +3,27 @@
  *   redis-server --loadmodule /path/rlimit.so [window-max-count N] [limiter-top-size N]
  *
  * Every command takes its key at argument 1 (ISALLOWED: the user, whose hash tag places the
- * state key), so COMMAND GETKEYS, cluster-aware clients and `redis-cli -c` route them. */
-#include "module_internal.h"
+ * state key), so COMMAND GETKEYS, cluster-aware clients and `redis-cli -c` route them.
+ *
+ * rlimit.so runs the daemon's limiter core (gcra.c, swlog.c, isallowed.c) on Redis keys. Data
+ * flow: module_cmds.c (CL.THROTTLE, GCRA, ISALLOWED: decide with the primary's clock) and
+ * module_effects.c (RLIMIT.*: apply a decided effect, as replicas and AOF replay do) both change
+ * state only through module_state.c, which owns the two data types and their persistence.
+ * Calls between the files go one way, and each file's header is included only by the files that
+ * call it: this file calls the handlers; module_cmds.c and module_effects.c call module_state.c;
+ * module_cmds.c and module_state.c call module_stats.c (counts); the handlers and
+ * module_stats.c call module_reply.c; all of them call the module API (module_api.c), and
+ * nothing calls this file. */
+#include "module_cmds.h"
+#include "module_effects.h"
+#include "module_state.h"
+#include "module_stats.h"
 
 #include <string.h>
 
 #include "rlimitd/isallowed.h"
 #include "rlimitd/topk.h"
 #include "rlimitd/util.h"
-
-int64_t rl_window_max_count = ISALLOWED_DEFAULT_MAX_COUNT;
 
 static int parse_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
                       int64_t *window_max_count, int64_t *top_size)

@@ -6,45 +6,19 @@
  * propagates what it stored (RLIMIT.SETTAT, RLIMIT.LOGPUSH, see module_effects.c), so replicas
  * and AOF replay hold the primary's exact state instead of recomputing with another clock.
  * Limited calls and peeks store nothing and so propagate nothing. */
-#include "module_internal.h"
+#include "module_cmds.h"
+#include "module_reply.h"
+#include "module_state.h"
+#include "module_stats.h"
 
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "rlimitd/gcra.h"
 #include "rlimitd/gcra_redis.h"
 #include "rlimitd/isallowed.h"
-#include "rlimitd/util.h"
 
-int rl_reply_err(RedisModuleCtx *ctx, const char *text)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "ERR %s", text);
-    return RedisModule_ReplyWithError(ctx, buf);
-}
-
-int rl_reply_arity(RedisModuleCtx *ctx, const char *cmd)
-{
-    /* Redis checks the registered arity (module.c) before a client's call reaches a handler, but
-     * not when it replays an AOF: there a damaged file could hand a handler too few arguments,
-     * so every handler checks again. Redis's own WrongArity echoes the name as typed; the daemon
-     * (like Redis 7 for built-in commands) names it in lower case, and the two answer alike. */
-    char buf[128];
-    snprintf(buf, sizeof buf, "wrong number of arguments for '%s' command", cmd);
-    return rl_reply_err(ctx, buf);
-}
-
-int rl_arg_i64(RedisModuleCtx *ctx, RedisModuleString *arg, int64_t *out)
-{
-    size_t len;
-    const char *s = RedisModule_StringPtrLen(arg, &len);
-    if (util_parse_i64(s, len, out) != 0) {
-        rl_reply_err(ctx, "value is not an integer or out of range");
-        return -1;
-    }
-    return 0;
-}
+int64_t rl_window_max_count = ISALLOWED_DEFAULT_MAX_COUNT;
 
 /* COMMANDS.md, CL.THROTTLE: the wall clock, read once per command. */
 static int64_t now_ns(void)

@@ -6,7 +6,9 @@
  *   RLIMIT.LOGSET  key packed-log                      a whole log (AOF rewrite)
  * They are ordinary write commands, so they are validated like user input: a bad argument gets
  * an error, never a crash or a corrupt value. */
-#include "module_internal.h"
+#include "module_effects.h"
+#include "module_reply.h"
+#include "module_state.h"
 
 #include <stdint.h>
 

@@ -6,15 +6,16 @@
  * state and the module would then have to parse and validate it on every call; a module type
  * gets WRONGTYPE from every other command for free, TYPE names it, and DEBUG DIGEST-VALUE and
  * MEMORY USAGE see through to the real contents. */
-#include "module_internal.h"
+#include "module_state.h"
+#include "module_stats.h"
 
 #include <limits.h>
 #include <string.h>
 
 #include "rlimitd/isallowed.h"
 
-RedisModuleType *rl_gcra_type;
-RedisModuleType *rl_wlog_type;
+static RedisModuleType *rl_gcra_type; /* TYPE shows "rlim-gcra" */
+static RedisModuleType *rl_wlog_type; /* TYPE shows "rlim-wlog" */
 
 /* Bump with a new load path when an encoding changes; the RDB carries it. */
 #define RL_ENCVER 0

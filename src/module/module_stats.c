@@ -4,7 +4,8 @@
  * Redis runs module commands on its main thread, so the counters and the sketch need no lock;
  * the value count is atomic only because a server may free values from a lazy-free thread.
  * Redis gives modules no CONFIG RESETSTAT hook: these figures count from the module's load. */
-#include "module_internal.h"
+#include "module_stats.h"
+#include "module_reply.h"
 
 #include <stdio.h>
 #include <string.h>

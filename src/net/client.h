@@ -1,6 +1,7 @@
 /* client.h - one connection (client.c) and the I/O thread it lives on. The network layer's
- * order is server.c -> client.c: server.c owns the threads, listeners and shutdown and calls
- * into client.c; client.c knows only struct net_shared, never struct server. */
+ * calls point at client.c: the files that run the daemon (server.c, io_thread.c, listeners.c,
+ * cron.c, hooks.c) own the threads, listeners and shutdown and call into client.c; client.c
+ * knows only struct net_shared, never struct server. */
 #ifndef RLIMITD_CLIENT_H
 #define RLIMITD_CLIENT_H
 
@@ -34,7 +35,7 @@ struct server;
 /* One I/O thread: its own loop, listeners and clients (DESIGN.md "Threads"). */
 struct io_thread {
     int index;
-    struct server *srv;       /* opaque here: only server.c looks inside */
+    struct server *srv;       /* opaque here: server_state.h defines it */
     struct net_shared *net;   /* what the thread's connections share with every other one */
     pthread_t tid;
     uv_loop_t loop;

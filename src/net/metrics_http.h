@@ -1,4 +1,5 @@
-/* metrics_http.h - the metrics-port listener (metrics_http.c), started and stopped by server.c. */
+/* metrics_http.h - the metrics-port listener (metrics_http.c), started by listeners.c and
+ * stopped by server.c. */
 #ifndef RLIMITD_METRICS_HTTP_H
 #define RLIMITD_METRICS_HTTP_H
 

@@ -36,31 +36,6 @@ struct keyspace *ks_create(unsigned shard_bits, const uint8_t seed[16])
     return ks;
 }
 
-/* ---- Watched keys ----
- *
- * WATCH needs to know whether a key was written between WATCH and EXEC, by anyone: commands,
- * the limiters, expiry. Each shard keeps the keys watched in it (a short list: only keys some
- * session WATCHes right now), each with a version. Every write to an entry (creation, new value,
- * new expiry, deletion, expiry) goes through touch_entry, which, when the shard's list is not
- * empty, bumps the version of that key if it is watched. A session remembers the version it saw
- * at WATCH and EXEC compares. Unwatched traffic pays one pointer test per write. */
-struct ks_watch {
-    struct ks_watch *next;
-    unsigned shard;
-    uint32_t refs;    /* sessions watching it */
-    uint64_t version; /* bumped on every write to the key */
-    uint64_t hash;
-    size_t len;
-    char key[];
-};
-
-void touch_key(struct shard *sh, const char *key, size_t klen)
-{
-    for (struct ks_watch *w = sh->watch; w != NULL; w = w->next)
-        if (w->len == klen && memcmp(w->key, key, klen) == 0)
-            w->version++;
-}
-
 void ks_flush_shard(struct keyspace *ks, unsigned shard)
 {
     struct shard *sh = &ks->shards[shard];
@@ -278,6 +253,8 @@ int ks_rename(struct keyspace *ks, const struct ks_key *src, const struct ks_key
     maybe_shrink(ks, ss);
     return 1;
 }
+
+/* ---- WATCH (ks_internal.h "Watched keys") ---- */
 
 struct ks_watch *ks_watch_key(struct keyspace *ks, const struct ks_key *key, int64_t now,
                               uint64_t *version)

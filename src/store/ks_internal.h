@@ -3,14 +3,21 @@
  * lookup costs no call across files) and the prototypes of the internal functions.
  *
  * Which file owns what (src/store/README.md):
- *   keyspace.c   create/destroy/flush, locks, memory and key counts, WATCH, DEL, RENAME
- *   ks_table.c   the open-addressing table: insert, remove, rehash, shrink, entry shape changes
+ *   keyspace.c   create/destroy/flush, locks, memory and key counts, WATCH's API, DEL, RENAME
+ *   ks_table.c   the open-addressing table: insert, remove, rehash, shrink, entry shape changes,
+ *                and the version of watched keys that every write moves (touch_key)
  *   ks_slab.c    the per-shard slab allocator and the shard's byte counter
  *   ks_entry.h   the entry layout (inline accessors)
- *   ks_values.c  strings, counters, GCRA, hashes, ks_get
+ *   ks_values.c  strings, counters, GCRA, lists, ks_get
+ *   ks_hash.c    hashes, in the entry or on the heap
  *   ks_swlog.c   window logs (ISALLOWED), crings, sorted-set open/close
  *   ks_expire.c  TTL/EXPIRE/PERSIST, the active expiry cycle, SCAN
- *   ks_dump.c    sliced dumps, restore, bulk loading (the snapshot API) */
+ *   ks_dump.c    sliced dumps, restore, bulk loading (the snapshot API)
+ * Calls between them go one way (a circle would be a layering failure): ks_slab.c calls none of
+ * them; ks_table.c calls ks_slab.c; keyspace.c, ks_values.c, ks_hash.c, ks_swlog.c and
+ * ks_expire.c call those two, and the value files keyspace.c's ks_used_memory (over_maxmemory);
+ * ks_dump.c calls any of them and none calls it. The value types (zset.c, hashval.c, listval.c)
+ * call none of the keyspace's files. */
 #ifndef RLIMITD_KS_INTERNAL_H
 #define RLIMITD_KS_INTERNAL_H
 
@@ -108,7 +115,7 @@ struct shard {
     _Atomic uint64_t expires;
     _Atomic uint64_t limiter; /* entries of type KS_GCRA or KS_SWLOG (INFO limiter_keys) */
     _Atomic int64_t mem;
-    /* Keys some session WATCHes (keyspace.c "Watched keys"); NULL almost always. */
+    /* Keys some session WATCHes ("Watched keys" below); NULL almost always. */
     struct ks_watch *watch;
 } __attribute__((aligned(64)));
 
@@ -281,8 +288,26 @@ static inline int over_maxmemory(const struct keyspace *ks)
     return max != 0 && ks_used_memory(ks) > max;
 }
 
-/* ---- WATCH (keyspace.c) ---- */
+/* ---- Watched keys ----
+ *
+ * WATCH needs to know whether a key was written between WATCH and EXEC, by anyone: commands,
+ * the limiters, expiry. Each shard keeps the keys watched in it (a short list: only keys some
+ * session WATCHes right now), each with a version. Every write to an entry (creation, new value,
+ * new expiry, deletion, expiry) goes through touch_entry, which, when the shard's list is not
+ * empty, bumps the version of that key if it is watched (touch_key, ks_table.c). A session
+ * remembers the version it saw at WATCH and EXEC compares (keyspace.c: ks_watch_key,
+ * ks_watch_changed, ks_watch_release). Unwatched traffic pays one pointer test per write. */
+struct ks_watch {
+    struct ks_watch *next;
+    unsigned shard;
+    uint32_t refs;    /* sessions watching it */
+    uint64_t version; /* bumped on every write to the key */
+    uint64_t hash;
+    size_t len;
+    char key[];
+};
 
+/* Bumps the version of key if it is watched in sh. */
 void touch_key(struct shard *sh, const char *key, size_t klen);
 
 static inline void touch_entry(struct shard *sh, const uint8_t *e)

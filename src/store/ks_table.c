@@ -120,6 +120,15 @@ void free_entry_at(struct shard *sh, uint64_t i)
     slab_free(sh, &sh->sl, ref, e_size(e));
 }
 
+/* Every write to an entry passes here (touch_entry), so the table is where a watched key's
+ * version moves (ks_internal.h "Watched keys"). */
+void touch_key(struct shard *sh, const char *key, size_t klen)
+{
+    for (struct ks_watch *w = sh->watch; w != NULL; w = w->next)
+        if (w->len == klen && memcmp(w->key, key, klen) == 0)
+            w->version++;
+}
+
 /* Frees the entry in slot i and closes the gap: each later entry of the cluster whose home slot
  * is not between the hole and itself moves back into the hole, so no probe ever stops short. */
 void remove_slot(const struct keyspace *ks, struct shard *sh, uint64_t i)

@@ -1,55 +1,14 @@
-/* listval.c - list values, one block or a deque of blocks (listval.h). */
-#include "rlimitd/listval.h"
+/* listval.c - list values, one block or a deque of blocks (listval.h): their life (create, clone,
+ * free, sizes) and every change: encoding an element, a block's insert and cut, the deque's
+ * slots, splits and merges, LREM. Reading (lv_get, cursors) is listval_read.c; the layouts and
+ * the element reads both run are in listval_internal.h. */
+#include "listval_internal.h"
 
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rlimitd/alloc.h"
-#include "rlimitd/util.h"
-
-/* Common head. A node (one block) uses all of it; a big list only `big`. */
-struct listval {
-    uint16_t used; /* node: bytes of encoded elements; USED_WIDE: see used_of */
-    uint16_t cap;  /* node: room for elements; USED_WIDE: see node_room */
-    uint8_t count; /* node: elements (<= LV_NODE_MAX_COUNT) */
-    uint8_t big;
-};
-
-/* One block: the 6-byte head, then the elements back to back. Each element is a tag byte, then:
- *   0x00..0xBF  a string of that many bytes, the bytes;
- *   0xC0..0xDF  a canonical decimal integer of 41 to 45 bits (13-digit millisecond timestamps):
- *               its low 40 bits as 5 little-endian bytes, bits 40..44 in the tag's low 5 bits;
- *   0xE0..0xE7  any other canonical decimal int64, as (tag - 0xDF) little-endian two's
- *               complement bytes, the fewest that hold it;
- *   0xF8        a string, its length as 4 little-endian bytes, the bytes.
- * A node holds at most LV_NODE_MAX_BYTES of elements unless it holds one element only, so only
- * such a node can exceed the 16-bit `used`: it stores USED_WIDE and used_of measures the element.
- * Capacity is what malloc gave (malloc_usable_size), read once per allocation and kept in `cap`:
- * asking malloc on every command costs a look at the next chunk's header, a cache miss of its
- * own. Memory accounting counts a node as its head plus `cap`. */
-struct node {
-    struct listval h;
-    unsigned char data[];
-};
-
-/* A deque of nodes: v[head .. head + n) in list order, each node non-empty. */
-struct big {
-    struct listval h;
-    size_t count; /* elements in all */
-    struct node **v;
-    size_t head, n, cap;
-    size_t bytes; /* malloc_usable_size of v and of every node: lv_bytes stays O(1) */
-};
-
-#define TAG_STR_MAX 0xBFu
-#define TAG_INT45 0xC0u
-#define TAG_INT 0xE0u
-#define TAG_STR32 0xF8u
-#define USED_WIDE 0xFFFFu
-
-#define B(l) ((struct big *)(l))
-#define CB(l) ((const struct big *)(l))
 
 /* ---- element encoding ---- */
 
@@ -137,61 +96,6 @@ static void enc_write(unsigned char *d, const struct enc *x)
     memcpy(d + x->hlen, x->p, x->plen);
 }
 
-static size_t rd32(const unsigned char *d)
-{
-    return (size_t)d[0] | (size_t)d[1] << 8 | (size_t)d[2] << 16 | (size_t)d[3] << 24;
-}
-
-/* The integer of an element whose tag t is TAG_INT45.. or TAG_INT..; d is the tag. */
-static int64_t rd_int(const unsigned char *d)
-{
-    unsigned t = d[0], n, bits;
-    uint64_t u = 0;
-    if (t < TAG_INT) {
-        n = 5;
-        bits = 45;
-        u = (uint64_t)(t & 0x1f) << 40;
-    } else {
-        n = t - TAG_INT + 1;
-        bits = 8 * n;
-    }
-    for (unsigned i = 0; i < n; i++)
-        u |= (uint64_t)d[1 + i] << (8 * i);
-    if (bits < 64 && (u >> (bits - 1)) & 1)
-        u |= ~UINT64_C(0) << bits;
-    return (int64_t)u;
-}
-
-static size_t elem_size(const unsigned char *d)
-{
-    unsigned t = d[0];
-    if (t <= TAG_STR_MAX)
-        return 1 + t;
-    if (t < TAG_INT)
-        return 6;
-    if (t < TAG_STR32)
-        return 1 + (t - TAG_INT + 1);
-    return 5 + rd32(d + 1);
-}
-
-static size_t elem_read(const unsigned char *d, struct lv_elem *e)
-{
-    unsigned t = d[0];
-    if (t <= TAG_STR_MAX) {
-        e->p = (const char *)d + 1;
-        e->len = t;
-        return 1 + t;
-    }
-    if (t < TAG_STR32) {
-        e->len = util_fmt_i64(e->buf, rd_int(d));
-        e->p = e->buf;
-        return elem_size(d);
-    }
-    e->len = rd32(d + 1);
-    e->p = (const char *)d + 5;
-    return 5 + e->len;
-}
-
 /* What LREM looks for, prepared once: an integer matches only integer elements, a string only
  * string elements (the encoding of a string depends on its bytes alone). */
 struct needle {
@@ -220,19 +124,12 @@ static int elem_match(const unsigned char *d, const struct needle *nd)
     return rd32(d + 1) == nd->len && memcmp(d + 5, nd->s, nd->len) == 0;
 }
 
-int lv_elem_eq(const struct lv_elem *e, const char *s, size_t len)
-{
-    return e->len == len && memcmp(e->p, s, len) == 0;
-}
-
 /* ---- nodes ---- */
 
 static size_t usable(const void *p)
 {
     return malloc_usable_size((void *)p);
 }
-
-static size_t elem_size(const unsigned char *d);
 
 static size_t used_of(const struct node *n)
 {
@@ -268,14 +165,6 @@ static struct node *node_alloc(size_t cap)
     memset(&n->h, 0, sizeof(n->h));
     set_cap(n);
     return n;
-}
-
-static size_t node_offset(const struct node *n, size_t w)
-{
-    size_t off = 0;
-    while (w-- > 0)
-        off += elem_size(n->data + off);
-    return off;
 }
 
 /* Whether an element of esz encoded bytes may join node n (an empty node takes any one). */
@@ -340,42 +229,6 @@ static struct node *node_with(const struct enc *x)
     set_used(n, x->size);
     n->h.count = 1;
     return n;
-}
-
-/* ---- views shared by both forms ---- */
-
-static struct node *node_at(const struct listval *l, size_t k)
-{
-    return l->big ? CB(l)->v[CB(l)->head + k] : (struct node *)l;
-}
-
-/* The node holding element idx (< count) and its place in it, walking from the nearer end. */
-static size_t locate(const struct listval *l, size_t idx, size_t *w)
-{
-    if (!l->big) {
-        *w = idx;
-        return 0;
-    }
-    const struct big *b = CB(l);
-    if (idx < b->count / 2) {
-        for (size_t k = 0;; k++) {
-            size_t c = b->v[b->head + k]->h.count;
-            if (idx < c) {
-                *w = idx;
-                return k;
-            }
-            idx -= c;
-        }
-    }
-    size_t r = b->count - idx; /* elements from idx to the tail, >= 1 */
-    for (size_t k = b->n - 1;; k--) {
-        size_t c = b->v[b->head + k]->h.count;
-        if (r <= c) {
-            *w = c - r;
-            return k;
-        }
-        r -= c;
-    }
 }
 
 /* ---- the deque ---- */
@@ -567,7 +420,7 @@ static void big_insert(struct big *b, size_t idx, const struct enc *x)
     big_new_node(b, k + 1, x);
 }
 
-/* ---- the API ---- */
+/* ---- the API: life, sizes and every change ---- */
 
 struct listval *lv_new(void)
 {
@@ -614,7 +467,7 @@ void lv_free(struct listval *l)
 
 size_t lv_count(const struct listval *l)
 {
-    return l->big ? CB(l)->count : l->count;
+    return lcount(l);
 }
 
 size_t lv_bytes(const struct listval *l)
@@ -625,13 +478,6 @@ size_t lv_bytes(const struct listval *l)
 int lv_is_packed(const struct listval *l)
 {
     return !l->big;
-}
-
-void lv_get(const struct listval *l, size_t idx, struct lv_elem *e)
-{
-    size_t w, k = locate(l, idx, &w);
-    const struct node *n = node_at(l, k);
-    elem_read(n->data + node_offset(n, w), e);
 }
 
 void lv_insert(struct listval **lp, size_t idx, const char *s, size_t len)
@@ -784,60 +630,4 @@ size_t lv_rem(struct listval **lp, const char *s, size_t len, int64_t count)
             k++;
     maybe_pack(lp);
     return total;
-}
-
-static void load_offs(struct lv_iter *it)
-{
-    const struct node *n = node_at(it->l, it->k);
-    size_t off = 0;
-    for (size_t i = 0; i < n->h.count; i++) {
-        it->offs[i] = (uint32_t)off;
-        off += elem_size(n->data + off);
-    }
-}
-
-void lv_iter_init(struct lv_iter *it, const struct listval *l, size_t start, int rev)
-{
-    size_t cnt = lv_count(l), w;
-    it->l = l;
-    it->rev = rev;
-    it->left = 0;
-    if (start >= cnt)
-        return;
-    it->left = rev ? start + 1 : cnt - start;
-    it->k = locate(l, start, &w);
-    if (rev) {
-        load_offs(it);
-        it->w = w + 1;
-    } else {
-        it->w = w;
-        it->off = node_offset(node_at(l, it->k), w);
-    }
-}
-
-int lv_next(struct lv_iter *it, struct lv_elem *e)
-{
-    if (it->left == 0)
-        return 0;
-    it->left--;
-    const struct node *n = node_at(it->l, it->k);
-    if (!it->rev) {
-        if (it->w == n->h.count) {
-            n = node_at(it->l, ++it->k);
-            it->w = 0;
-            it->off = 0;
-        }
-        it->off += elem_read(n->data + it->off, e);
-        it->w++;
-        return 1;
-    }
-    if (it->w == 0) {
-        it->k--;
-        load_offs(it);
-        n = node_at(it->l, it->k);
-        it->w = n->h.count;
-    }
-    it->w--;
-    elem_read(n->data + it->offs[it->w], e);
-    return 1;
 }

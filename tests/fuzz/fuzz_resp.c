@@ -1,4 +1,5 @@
-/* fuzz_resp.c - libFuzzer target for request parsing (resp.h; STYLE.md "Fuzz").
+/* fuzz_resp.c - libFuzzer target for request parsing (resp.h), the code that reads the bytes of
+ * anyone who can connect.
  *
  * Each input is parsed twice by fresh parsers: once handed over in reads as large as the parser
  * offers, once cut at pseudo-random points derived from the input itself (so a crash replays

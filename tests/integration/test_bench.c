@@ -110,7 +110,7 @@ Test(bench, busy_poll_spins_only_under_load)
     cpu_set_t cpus;
     cr_assert_eq(sched_getaffinity(0, sizeof(cpus), &cpus), 0);
     if (CPU_COUNT(&cpus) < 2) {
-        /* One I/O thread and no CPU to spare: busy polling stays off (server.c). */
+        /* One I/O thread and no CPU to spare: busy polling stays off (thread_cpu.c). */
         cr_assert_eq(spins, 0, "spun on a single CPU");
         redisFree(c);
         it_stop(d);

@@ -1,0 +1,29 @@
+/* module_reply.h - the error replies every command of rlimit.so shares (module_reply.c),
+ * and rl_arg_i64, inline beside them. */
+#ifndef RLIMITD_MODULE_REPLY_H
+#define RLIMITD_MODULE_REPLY_H
+
+#include <stdint.h>
+
+#include "rlimitd/redismodule_api.h"
+#include "rlimitd/util.h"
+
+/* Replies the daemon's arity error for cmd (lower case, as Redis 7 names commands). */
+int rl_reply_arity(RedisModuleCtx *ctx, const char *cmd);
+/* Replies "ERR <text>". */
+int rl_reply_err(RedisModuleCtx *ctx, const char *text);
+
+/* Parses arg as Redis's strict base-10 int64; on failure replies the daemon's error and returns
+ * -1. Inline: CL.THROTTLE parses three or four arguments with it on every call. */
+static inline int rl_arg_i64(RedisModuleCtx *ctx, RedisModuleString *arg, int64_t *out)
+{
+    size_t len;
+    const char *s = RedisModule_StringPtrLen(arg, &len);
+    if (util_parse_i64(s, len, out) != 0) {
+        rl_reply_err(ctx, "value is not an integer or out of range");
+        return -1;
+    }
+    return 0;
+}
+
+#endif

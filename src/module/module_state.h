@@ -1,0 +1,37 @@
+/* module_state.h - the module's two data types (module_state.c): the only functions that
+ * change a limiter value, and the key kinds the handlers check first. */
+#ifndef RLIMITD_MODULE_STATE_H
+#define RLIMITD_MODULE_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlimitd/redismodule_api.h"
+#include "rlimitd/swlog.h"
+
+/* Registers both data types; REDISMODULE_ERR if the server refuses. */
+int rl_types_create(RedisModuleCtx *ctx);
+
+/* The key's state kind: */
+enum rl_kind { RL_EMPTY, RL_GCRA, RL_WLOG, RL_OTHER };
+enum rl_kind rl_key_kind(RedisModuleKey *key);
+
+/* GCRA state: the stored TAT (key must be RL_GCRA). */
+int64_t rl_gcra_tat(RedisModuleKey *key);
+/* Stores tat at key (RL_EMPTY or RL_GCRA) and expires the key at tat, rounded up to the ms. */
+void rl_gcra_store(RedisModuleKey *key, int64_t tat_ns);
+
+/* The log at key (RL_WLOG), or NULL for an empty key. */
+struct swlog *rl_wlog_get(RedisModuleKey *key);
+/* One attempt on the log at key (RL_EMPTY or RL_WLOG; created if empty): drops attempts at or
+ * before cutoff_ms, keeps at most keep older ones, records ts_ms (or the newest timestamp if that
+ * is later), sets the key's expiry to the newest timestamp + period_ms. Returns swlog_record's
+ * decision (1: within keep) and the log's newest timestamp in *newest_ms. */
+int rl_wlog_push(RedisModuleKey *key, int64_t cutoff_ms, int64_t keep, int64_t ts_ms,
+                 int64_t period_ms, int64_t *newest_ms);
+/* Replaces the state at key with the packed log (little-endian int64 ms, ascending). Returns 0,
+ * or -1 with *err set when the bytes are not a valid log. The key keeps the expiry it had (an
+ * AOF rewrite follows RLIMIT.LOGSET with PEXPIREAT anyway). */
+int rl_wlog_replace(RedisModuleKey *key, const char *packed, size_t len, const char **err);
+
+#endif

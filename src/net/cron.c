@@ -1,0 +1,91 @@
+/* cron.c - each I/O thread's 100 ms timer: active expiry over the thread's shards, idle timeouts,
+ * CLIENT KILL left pending; on thread 0 memory return, INFO's ops samples and the persistence
+ * tick. */
+#include "cron.h"
+
+#include <malloc.h>
+
+#include "rlimitd/clock.h"
+#include "rlimitd/keyspace.h"
+#include "rlimitd/log.h"
+
+#define CRON_MS 100
+#define EXPIRE_BUCKETS_PER_SHARD 64
+
+/* Memory return (DESIGN.md "Connections"): glibc keeps freed chunks in its arenas, so after a
+ * connection storm has closed the process would stay at its peak. Once closed connections have
+ * freed this much since the last trim, and the trim before is this long ago, malloc_trim hands
+ * every arena's free pages back to the kernel. The interval bounds what a steady churn of
+ * connections costs (a trim walks the arenas' free lists). */
+#define TRIM_AFTER_BYTES (1024 * 1024)
+#define TRIM_INTERVAL_MS 500
+
+static void maybe_return_memory(struct server *srv, uint64_t mono_ms)
+{
+    uint64_t freed = 0;
+    for (int i = 0; i < srv->nthreads; i++)
+        freed += stats_get(&srv->threads[i].stats.clients_freed);
+    if (freed - srv->trim_freed < TRIM_AFTER_BYTES || mono_ms - srv->trim_ms < TRIM_INTERVAL_MS)
+        return;
+    malloc_trim(0);
+    srv->trim_freed = freed;
+    srv->trim_ms = mono_ms;
+}
+
+uint64_t server_dirty_total(struct server *srv)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < srv->nthreads; i++)
+        n += stats_get(&srv->threads[i].stats.dirty);
+    return n;
+}
+
+static void on_cron(uv_timer_t *timer)
+{
+    struct io_thread *t = timer->data;
+    struct server *srv = t->srv;
+    int64_t now = clock_now_ns();
+
+    /* Active expiry over this thread's shards (shard i belongs to thread i mod N). */
+    unsigned nshards = ks_nshards(srv->ks);
+    for (unsigned s = (unsigned)t->index; s < nshards; s += (unsigned)srv->nthreads) {
+        /* A busy shard is skipped this round (lazy expiry still applies to its keys): its
+         * holder may be a script running for seconds, and this thread's clients must not
+         * wait for it. */
+        if (ks_trylock(srv->ks, s) != 0)
+            continue;
+        size_t freed = ks_expire_cycle(srv->ks, s, now, EXPIRE_BUCKETS_PER_SHARD);
+        ks_unlock(srv->ks, s);
+        if (freed > 0)
+            stats_add(&t->stats.expired_keys, freed);
+    }
+
+    /* Idle clients (COMMANDS.md, Wire protocol: `timeout`). */
+    int64_t timeout = __atomic_load_n(&srv->conf->timeout, __ATOMIC_RELAXED);
+    uint64_t mono_ms = uv_now(&t->loop);
+    for (struct client *c = t->clients, *next; c != NULL; c = next) {
+        next = c->tnext;
+        if (atomic_load_explicit(&c->kill, memory_order_relaxed)) {
+            client_close(c);
+            continue;
+        }
+        if (timeout > 0 && c->state == CLIENT_ACTIVE && !(c->session.flags & SESSION_IN_MULTI)) {
+            int64_t last = c->session.last_mono_ns / 1000000;
+            if ((int64_t)mono_ms - last > timeout * 1000) {
+                log_verbose("Closing idle client id=%llu", (unsigned long long)c->session.id);
+                client_close(c);
+            }
+        }
+    }
+    if (t->index == 0) {
+        maybe_return_memory(srv, mono_ms);
+        info_sample_ops(&srv->env);
+        if (srv->persist != NULL)
+            persist_tick(srv->persist, server_dirty_total(srv));
+    }
+}
+
+void cron_start(struct io_thread *t)
+{
+    uv_timer_start(&t->cron, on_cron, CRON_MS, CRON_MS);
+}
