@@ -6,7 +6,7 @@
  * protocol: gcra_prepare + gcra_step and GCRA's gcra_redis_parse + gcra_redis_step (pure
  * arithmetic), hashing a 14-byte key, and the keyspace operations with KEYS distinct 14-byte
  * keys (default 1,000,000) touched in random order, the shard lock taken and released around
- * each as cmd.c does. Regressions in the core show here without socket or scheduler noise.
+ * each as cmd_run.c does. Regressions in the core show here without socket or scheduler noise.
  * Single-threaded; numbers are per core.
  *
  * The clock is synthetic: it starts at the wall clock and advances 100 ns per operation, so a
