@@ -119,7 +119,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 static int64_t output_limit(const struct client *c)
 {
-    return __atomic_load_n(&c->thread->net->conf->client_output_buffer_limit, __ATOMIC_RELAXED);
+    return __atomic_load_n(&c->thread->net->conf->client_output_pause_limit, __ATOMIC_RELAXED);
 }
 
 /* Reply buffers are the thread's: the connection being served borrows the spare one, and gives

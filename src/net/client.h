@@ -71,7 +71,7 @@ struct io_thread {
 /* Connection states, as memcached names them: what the connection is waiting for. */
 enum client_state {
     CLIENT_ACTIVE = 0, /* reading and answering */
-    CLIENT_PAUSED,     /* not reading: pending output over client-output-buffer-limit */
+    CLIENT_PAUSED,     /* not reading: pending output over client-output-pause-limit */
     CLIENT_DRAINING,   /* not reading: flushing the last replies, then close */
     CLIENT_CLOSING,    /* uv_close called; freed in the close callback */
 };
