@@ -27,6 +27,10 @@ struct session {
     uint64_t id;
     unsigned flags;
     int authed;
+    /* Which class of client-output-buffer-limit applies (enum conf_obuf_class): memset's 0 is
+     * normal; the subscribe commands make it pubsub. The connection reads it after each
+     * command. */
+    int obuf_class;
     char *name;     /* CLIENT SETNAME, malloc'd or NULL */
     char *lib_name; /* CLIENT SETINFO LIB-NAME */
     char *lib_ver;  /* CLIENT SETINFO LIB-VER */
