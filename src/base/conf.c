@@ -151,7 +151,7 @@ static const struct directive table[] = {
         "largest single argument; must not exceed client-query-buffer-limit"),
     INT("proto-max-args", F_LIVE, proto_max_args, "1024", 1, 4194304,
         "most arguments in one command"),
-    MEM("client-output-pause-limit", F_LIVE, client_output_pause_limit, "1mb", KB, INT64_MAX,
+    MEM("client-output-pause-limit", F_LIVE, client_output_pause_limit, "256kb", KB, INT64_MAX,
         "unsent replies at which a client stops being read until it has read them"),
     ROW("client-output-buffer-limit", T_OBUF, F_LIVE, obuf,
         "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60", 0, 0,

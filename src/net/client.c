@@ -15,13 +15,16 @@
 #include "client.h"
 #include "client_info.h"
 
-/* Fairness (DESIGN.md "Fairness"): a connection runs commands for at most SLICE_NS at a time,
- * and the slices of one loop turn (from one poll to the next) take at most TURN_BUDGET_NS
- * together, whatever the number of connections with work; then the thread polls again, so a
- * request that arrived meanwhile waits about that long plus the writes of the turn. The clock is
- * read only every SLICE_CHECK_CMDS commands or SLICE_CHECK_BYTES of replies, so a batch of a few
- * commands never reads it. */
-#define SLICE_NS (100 * 1000)
+/* Fairness (DESIGN.md "Fairness"): a connection runs commands until it has SLICE_BYTES of new
+ * replies (a slice), and the slices of one loop turn (from one poll to the next) take at most
+ * TURN_BUDGET_NS together, whatever the number of connections with work; then the thread polls
+ * again, so a request that arrived meanwhile waits about that long plus the writes of the turn.
+ * The bytes bound what a turn's writes cost, and keep reply buffers small enough to be reused
+ * rather than grown (a grown buffer is new pages to fault in and a copy); commands that reply
+ * little are bounded by the budget alone, so a deep pipeline of them runs on as before while it
+ * is alone. The clock is read only every SLICE_CHECK_CMDS commands or SLICE_CHECK_BYTES of
+ * replies, so a batch of a few commands never reads it. */
+#define SLICE_BYTES (64 * 1024)
 #define TURN_BUDGET_NS (1000 * 1000)
 #define SLICE_CHECK_CMDS 32
 #define SLICE_CHECK_BYTES (16 * 1024)
@@ -491,17 +494,14 @@ static uint64_t turn_used(struct io_thread *t)
     return t->turn_used_ns;
 }
 
-/* Whether a slice that began at `began` (0: at this look, which *began records) is over: it
- * has lasted SLICE_NS, or with the turn's earlier slices used the turn's budget. */
-static int slice_spent(struct io_thread *t, uint64_t *began)
+/* Whether the turn's budget is used, counting the slice that began at `began` (0: at this
+ * look, which *began records). */
+static int budget_spent(struct io_thread *t, uint64_t *began)
 {
     uint64_t now = uv_hrtime();
-    if (*began == 0) {
+    if (*began == 0)
         *began = now;
-        return turn_used(t) >= TURN_BUDGET_NS;
-    }
-    uint64_t ran = now - *began;
-    return ran >= SLICE_NS || turn_used(t) + ran >= TURN_BUDGET_NS;
+    return turn_used(t) + (now - *began) >= TURN_BUDGET_NS;
 }
 
 static void on_ready(uv_idle_t *h);
@@ -575,6 +575,7 @@ static void process(struct client *c)
     out_borrow(c);
     size_t watch = output_watch(c);
     size_t mark = look_at(c, watch);
+    size_t out0 = c->out.len;
     unsigned left = SLICE_CHECK_CMDS;
     uint64_t began = 0; /* this slice's start, read at its first look */
     while (c->state == CLIENT_ACTIVE) {
@@ -591,7 +592,7 @@ static void process(struct client *c)
                     break;
                 }
             }
-            if (slice_spent(c->thread, &began)) {
+            if (c->out.len - out0 >= SLICE_BYTES || budget_spent(c->thread, &began)) {
                 yield_turn(c);
                 break;
             }

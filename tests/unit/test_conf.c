@@ -163,7 +163,7 @@ static const struct {
     {"client-query-buffer-limit", "1048576"},
     {"proto-max-bulk-len", "524288"},
     {"proto-max-args", "1024"},
-    {"client-output-pause-limit", "1048576"},
+    {"client-output-pause-limit", "262144"},
     {"client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"},
     {"busy-reply-threshold", "5000"},
     {"lua-time-limit", "5000"},
@@ -207,7 +207,7 @@ Test(conf, defaults_fill_every_field)
     cr_assert_eq(c.client_query_buffer_limit, 1024 * 1024);
     cr_assert_eq(c.proto_max_bulk_len, 512 * 1024);
     cr_assert_eq(c.proto_max_args, 1024);
-    cr_assert_eq(c.client_output_pause_limit, 1024 * 1024);
+    cr_assert_eq(c.client_output_pause_limit, 256 * 1024);
     /* Redis 7.0's classes and defaults. */
     cr_assert_eq(c.obuf[CONF_OBUF_NORMAL].hard, 0);
     cr_assert_eq(c.obuf[CONF_OBUF_NORMAL].soft, 0);
