@@ -29,10 +29,15 @@
 #define SLICE_CHECK_CMDS 32
 #define SLICE_CHECK_BYTES (16 * 1024)
 
-/* Unsent replies an unauthenticated connection may have (Redis fixed CVE-2025-21605 the same
- * way): it may only AUTH, and anything else answers an error, so one that sends commands without
- * reading their NOAUTH errors is closed rather than left to grow. */
-#define UNAUTH_OUTPUT_LIMIT (16 * 1024)
+/* The limits count what a connection holds past its first OBUF_UNCOUNTED bytes, as Redis's
+ * count leaves out its 16 KiB static reply buffer: a limit set in Redis means the same here
+ * (a limit of a few bytes does not close a client for an ordinary reply). */
+#define OBUF_UNCOUNTED (16 * 1024)
+
+/* What an unauthenticated connection may hold past those (Redis's fix for CVE-2025-21605): it
+ * may only AUTH, and anything else answers an error, so one that sends commands without reading
+ * their NOAUTH errors is closed rather than left to grow. */
+#define UNAUTH_OUTPUT_LIMIT 1024
 
 static void process(struct client *c);
 static void flush(struct client *c);
@@ -194,12 +199,11 @@ static size_t output_watch(const struct client *c)
     int k = obuf_class(c);
     uint64_t w = (uint64_t)pause_limit(c) + 1;
     uint64_t hard = CONF_GET(conf, obuf[k].hard), soft = CONF_GET(conf, obuf[k].soft);
-    if (hard != 0 && hard < w)
-        w = hard;
-    if (soft != 0 && soft < w)
-        w = soft;
-    if (unauthenticated(c) && UNAUTH_OUTPUT_LIMIT + 1 < w)
-        w = UNAUTH_OUTPUT_LIMIT + 1;
+    uint64_t lim = hard != 0 && (soft == 0 || hard < soft) ? hard : soft;
+    if (unauthenticated(c) && (lim == 0 || UNAUTH_OUTPUT_LIMIT + 1 < lim))
+        lim = UNAUTH_OUTPUT_LIMIT + 1;
+    if (lim != 0 && lim <= UINT64_MAX - OBUF_UNCOUNTED && lim + OBUF_UNCOUNTED < w)
+        w = lim + OBUF_UNCOUNTED;
     return w > SIZE_MAX ? SIZE_MAX : (size_t)w;
 }
 
@@ -219,19 +223,21 @@ static void close_over_limits(struct client *c, int from_cron)
     client_close(c);
 }
 
-/* Redis's rule for client-output-buffer-limit: pend unsent bytes at or over the class's hard
- * limit, or at or over its soft limit continuously for more than its seconds, close the
- * connection; so does going over UNAUTH_OUTPUT_LIMIT before AUTH. Keeps the soft limit's clock
- * (a look under the soft limit resets it). Returns whether it closed c. */
+/* Redis's rule for client-output-buffer-limit: with pend unsent bytes, counted past the first
+ * OBUF_UNCOUNTED, at or over the class's hard limit, or at or over its soft limit continuously
+ * for more than its seconds, the connection is closed; so it is over UNAUTH_OUTPUT_LIMIT before
+ * AUTH. Keeps the soft limit's clock (a look under the soft limit resets it). Returns whether it
+ * closed c. */
 static int output_limits_broken(struct client *c, size_t pend, int from_cron)
 {
     const struct conf *conf = c->thread->net->conf;
     int k = obuf_class(c);
     uint64_t hard = CONF_GET(conf, obuf[k].hard), soft = CONF_GET(conf, obuf[k].soft);
-    int over = unauthenticated(c) && pend > UNAUTH_OUTPUT_LIMIT;
-    if (hard != 0 && pend >= hard)
+    uint64_t used = pend > OBUF_UNCOUNTED ? pend - OBUF_UNCOUNTED : 0;
+    int over = unauthenticated(c) && used > UNAUTH_OUTPUT_LIMIT;
+    if (hard != 0 && used >= hard)
         over = 1;
-    if (soft != 0 && pend >= soft) {
+    if (soft != 0 && used >= soft) {
         uint64_t now = uv_now(&c->thread->loop) + 1;
         uint64_t secs = (uint64_t)CONF_GET(conf, obuf[k].soft_seconds);
         if (c->soft_since_ms == 0)
