@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -252,6 +253,67 @@ Test(output, config_file_lines_per_class)
     cr_assert_eq(r->elements, 2);
     cr_assert_str_eq(r->element[1]->str, "normal 4194304 2097152 30 slave 2097152 1048576 20 "
                                          "pubsub 67108864 16777216 90");
+    freeReplyObject(r);
+    redisFree(c);
+    it_stop(d);
+}
+
+/* SIGHUP re-reads the file: client-output-buffer-limit follows it, and the query buffer and
+ * bulk limits may both go down at once (applied one by one, the first alone would break the rule
+ * between them; the file as a whole does not). */
+Test(output, sighup_reloads_the_limits_together)
+{
+    struct it_daemon *d = it_prepare();
+    char *base = it_read_file(d->conf);
+    FILE *f = fopen(d->conf, "a");
+    cr_assert(f != NULL);
+    fputs("client-query-buffer-limit 1gb\nproto-max-bulk-len 512mb\n", f);
+    fclose(f);
+    it_spawn(d, it_free_port(), NULL);
+    cr_assert(it_wait_ready(d, 10000), "%s", it_read_file(d->log));
+    f = fopen(d->conf, "w");
+    cr_assert(f != NULL);
+    fprintf(f, "%sclient-query-buffer-limit 1mb\nproto-max-bulk-len 512kb\n"
+               "client-output-buffer-limit normal 1mb 512kb 10\n",
+            base);
+    fclose(f);
+    free(base);
+    kill(d->pid, SIGHUP);
+    redisContext *c = it_connect(d->port);
+    const char *want[][2] = {{"client-query-buffer-limit", "1048576"},
+                             {"proto-max-bulk-len", "524288"},
+                             {"client-output-buffer-limit",
+                              "normal 1048576 524288 10 slave 268435456 67108864 60 "
+                              "pubsub 33554432 8388608 60"}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char got[256] = "";
+        for (int tries = 0; tries < 500; tries++) {
+            redisReply *r = it_cmd(c, "CONFIG GET %s", want[i][0]);
+            snprintf(got, sizeof got, "%s", r->elements == 2 ? r->element[1]->str : "");
+            freeReplyObject(r);
+            if (strcmp(got, want[i][1]) == 0)
+                break;
+            it_sleep_ms(20);
+        }
+        cr_assert_str_eq(got, want[i][1], "%s after SIGHUP:\n%s", want[i][0],
+                         it_read_file(d->log));
+    }
+    /* A file that breaks the rule changes nothing, and the log says why. */
+    base = it_read_file(d->conf);
+    f = fopen(d->conf, "a");
+    cr_assert(f != NULL);
+    fputs("proto-max-bulk-len 2mb\nclient-output-buffer-limit normal 0 0 0\n", f);
+    fclose(f);
+    free(base);
+    kill(d->pid, SIGHUP);
+    char *line = wait_log_line(d->log, "keeping the running configuration", 10000);
+    cr_assert(line != NULL, "%s", it_read_file(d->log));
+    cr_assert(strstr(line, "SIGHUP: proto-max-bulk-len (2097152) must not exceed "
+                           "client-query-buffer-limit (1048576)") != NULL,
+              "%s", line);
+    free(line);
+    redisReply *r = it_cmd(c, "CONFIG GET client-output-buffer-limit");
+    cr_assert_str_eq(r->element[1]->str, want[2][1]);
     freeReplyObject(r);
     redisFree(c);
     it_stop(d);
