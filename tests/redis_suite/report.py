@@ -71,11 +71,14 @@ def split_error(details):
         if len(info) >= 10 + len(msg) and info[10:10 + len(msg)] == msg:
             error = info[:10 + len(msg)]
             return name, error.split("\n")[0], "error", rest
-    return name, rest.split("\n")[0], "assertion", rest
+    return name, re.sub(r"\s*\n\s*", " ", rest.strip()), "assertion", rest
 
 
-def short(line, limit=240):
-    """An assertion's context shortened to where it is, the whole cut to `limit`."""
+def short(line, limit=300):
+    """An assertion's context shortened to where it is and what it checked, the whole cut to
+    `limit`."""
+    line = re.sub(r"\(context: type (\S+) line (\d+) cmd \{(.*)\} proc \S+( level \d+)?\)\s*$",
+                  r"(\1 line \2: \3)", line)
     line = re.sub(r"\(context: type (\S+) line (\d+).*\)\s*$", r"(\1 line \2)", line)
     line = line.replace("\r", "\\r")
     return line if len(line) <= limit else line[:limit] + "..."

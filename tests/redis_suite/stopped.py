@@ -10,8 +10,9 @@ event to EVENTS and prints the "<is_eval>\\t<name>" of the test to skip in the n
   where "in-test":     the test had sent its "testing" record and no result: it is skipped.
   where "before-test": the test had been entered but not started (in external mode the harness
                        first opens a new connection for DEBUG LOG): the server already did not
-                       answer, so the test before it left it so, and that one is skipped (its
-                       own result, kept in the event, is reported with the hang).
+                       answer, so the last test that ran before it left it so, and that one
+                       is skipped (its own result, kept in the event, is reported with the
+                       hang).
   where "after-test":  the last test had finished and no other was entered: it is skipped.
   where "outside":     no test was entered at all: nothing to skip.
 A crash blames the last test entered, whatever its state.
@@ -41,6 +42,10 @@ def main():
                 entered[-1][2] = st
                 if st == "err":
                     entered[-1][3] = r["data"]
+            elif st in ("ignore", "skip") and entered and entered[-1][2] == "begun" and \
+                    r["data"].startswith(entered[-1][1]):
+                # Entered, then left out by its tags: it never ran, so it is not blamed.
+                entered.pop()
     ev = {"kind": kind, "attempt": int(attempt), "exit": exit_status, "where": "outside",
           "pass": "", "test": "", "stopped_at": "", "status": "", "details": ""}
     target = None
@@ -51,8 +56,9 @@ def main():
             target = last
             ev["where"] = "in-test" if last[2] in ("begun", "running") else "after-test"
         elif last[2] == "begun":
-            if len(entered) > 1:
-                target = entered[-2]
+            ran = [e for e in entered[:-1] if e[2] in ("ok", "err")]
+            if ran:
+                target = ran[-1]
             ev["where"] = "before-test"
         else:
             target = last
