@@ -60,7 +60,8 @@ TEST_IGNORE = re.compile(r"^(.*): (Tag: .* denied|Tag: none of the tags allowed|
 def split_error(details):
     """(test name or None, the error's first line, 'error' or 'assertion', full text) of an
     err record. With --durable a non-assertion error arrives as error[10:] + "\\n" + errorInfo
-    (errorInfo begins with the whole error); an assertion as its message alone."""
+    (errorInfo begins with the whole error); an assertion as its message alone (its lines
+    joined)."""
     first, _, rest = details.partition("\n")
     m = re.match(r"^(.*) in tests/\S+\.tcl$", first)
     name = m.group(1) if m else None
