@@ -57,6 +57,15 @@ TEST_IGNORE = re.compile(r"^(.*): (Tag: .* denied|Tag: none of the tags allowed|
                          r"Not supported .*|large memory flag not provided)$", re.S)
 
 
+def read_commands(path):
+    """A COMMAND LIST reply saved by run.sh, lower case; empty when there is none."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return {line.strip().lower() for line in f if line.strip()}
+    except FileNotFoundError:
+        return set()
+
+
 def split_error(details):
     """(test name or None, the error's first line, 'error' or 'assertion', full text) of an
     err record. With --durable a non-assertion error arrives as error[10:] + "\\n" + errorInfo
@@ -97,6 +106,7 @@ class Run:
         self.block_errors = []   # dicts: pass, error, kind, text, after
         self.block_ignores = []  # (pass, reason)
         self.notes = []
+        self.resets = {}         # (pass, name) of a failed test: the resets it needed
         self.exception = None
         self.done = False
         self.running = ""        # a test left running at the end (hang not retried)
@@ -150,7 +160,11 @@ class Run:
                     self.tests.append(dict(key=key(p, data), name=data, pass_=p,
                                            status="skip"))
             elif st == "note":
-                self.notes.append(data)
+                m = re.match(r"reset: (DISCARD|readraw 0) after '(.*)' failed$", data, re.S)
+                if m:
+                    self.resets.setdefault((p, m.group(2)), []).append(m.group(1))
+                else:
+                    self.notes.append(data)
             elif st == "done":
                 self.done = True
             elif st == "exception" and not self.done:
@@ -186,13 +200,20 @@ def harness_failure(key, name, p, ev):
     return t
 
 
-class Sources:
-    """Test bodies of Redis's file, to name the command a script called when the error does
-    not (rlimitd's "Unknown Redis command called from script" carries no name)."""
+# Commands that block; the tests of them wait for INFO blocked_clients to rise.
+BLOCKING = ("BLPOP", "BRPOP", "BRPOPLPUSH", "BLMOVE", "BLMPOP", "BZPOPMIN", "BZPOPMAX", "BZMPOP",
+            "XREAD", "XREADGROUP", "WAIT")
 
-    def __init__(self, tree, file, known):
+
+class Sources:
+    """Test bodies of Redis's file, to name the unimplemented commands a failed test sends when
+    its error does not (rlimitd's "Unknown Redis command called from script" carries no name;
+    a deferred client's error is never read; an assertion shows only the wrong value)."""
+
+    def __init__(self, tree, file, known, redis_known):
         self.bodies = []
-        self.known = known
+        self.known = known              # rlimitd's COMMAND LIST, lower case
+        self.redis_known = redis_known  # redis-server's
         try:
             with open(os.path.join(tree, "tests", file + ".tcl"), encoding="utf-8",
                       errors="replace") as f:
@@ -212,17 +233,32 @@ class Sources:
             end = starts[j + 1][0] if j + 1 < len(starts) else len(lines)
             self.bodies.append((re.compile("^" + pat + "$", re.S), "\n".join(lines[i:end])))
 
+    def body(self, name):
+        for pat, body in self.bodies:
+            if pat.match(name):
+                return body
+        return ""
+
     def script_commands(self, name, text):
         found = re.findall(r"redis\.p?call\(\s*['\"]([A-Za-z.|_-]+)", text)
         if not found:
-            for pat, body in self.bodies:
-                if pat.match(name):
-                    found = re.findall(r"redis\.p?call\(\s*['\"]([A-Za-z.|_-]+)", body)
-                    break
+            found = re.findall(r"redis\.p?call\(\s*['\"]([A-Za-z.|_-]+)", self.body(name))
         names = sorted({n.upper() for n in found})
         if self.known:
             names = [n for n in names if n.lower() not in self.known]
         return names
+
+    def unimplemented_in(self, name):
+        """Commands the test's source sends (to `r`, `R n`, a `$client`, or from a script) that
+        redis-server has and rlimitd has not."""
+        if not self.known or not self.redis_known:
+            return []
+        body = self.body(name)
+        words = re.findall(r"(?:^|[\s\[{;])(?:r|R\s+\d+|\$\w+)\s+(?:-\d+\s+)?"
+                           r"([A-Za-z][A-Za-z0-9_|.-]*)", body)
+        words += re.findall(r"redis\.p?call\(\s*['\"]([A-Za-z.|_-]+)", body)
+        return sorted({w.upper() for w in words
+                       if w.lower() in self.redis_known and w.lower() not in self.known})
 
 
 def classify(t, sources):
@@ -257,7 +293,20 @@ def classify(t, sources):
         return "RESP3 (HELLO 3 refused)", False
     if re.search(r"I/O error|connection reset|broken pipe|connection refused|"
                  r"couldn't open socket|error reading|error writing", err, re.I):
-        return "connection lost", False
+        return ("connection lost (the server closed it; rlimitd closes a connection after a "
+                "protocol error, such as a request over one of its limits)"), False
+    if "Protocol error" in err:
+        return ("protocol limit (the server answered a protocol error and closed the "
+                "connection): " + short(re.sub(r"\d+", "N", err), 100)), False
+    missing_blocking = [c for c in BLOCKING if sources.known and c.lower() not in sources.known]
+    if re.search(r"no blocked clients|Timeout waiting for blocked clients", err) and \
+            missing_blocking:
+        return ("unimplemented command: a blocking one (the test waits for a blocked client; "
+                "rlimitd has none of %s)" % ", ".join(missing_blocking)), True
+    names = sources.unimplemented_in(t.get("name") or "")
+    if names:
+        return ("probably unimplemented command %s (the test sends it; its failure shows "
+                "otherwise)" % ", ".join(names)), True
     if t.get("kind") == "error":
         norm = re.sub(r"'[^']*'", "'...'", err)
         norm = re.sub(r"\b[0-9a-f]{40}\b", "<sha>", norm)
@@ -330,6 +379,10 @@ def section(title, rl, ctl, which, sources, out):
             out.append("    %s (%d):" % (cause, len(items)))
             for t, also in items:
                 tag = " [fails on redis-server too]" if also else ""
+                for what in rl.resets.get((t["pass_"], t["name"]), []):
+                    tag += (" [left its connection inside MULTI: DISCARD sent]"
+                            if what == "DISCARD" else
+                            " [left its client reading raw replies: readraw 0]")
                 out.append("      - %s%s: %s" % (t["name"], tag, short(t.get("error", ""))))
     for b in rblocks:
         cause, ni = classify(b, sources)
@@ -377,15 +430,11 @@ def main():
                 meta[k] = v
     except FileNotFoundError:
         pass
-    known = set()
-    try:
-        with open(os.path.join(work, "rlimitd-commands.txt"), encoding="utf-8") as f:
-            known = {line.strip().lower() for line in f if line.strip()}
-    except FileNotFoundError:
-        pass
+    known = read_commands(os.path.join(work, "rlimitd-commands.txt"))
+    redis_known = read_commands(os.path.join(work, "redis-server-commands.txt"))
 
     out = ["Redis's Tcl tests in external-server mode: rlimitd vs redis-server"]
-    for k in ("redis-server", "rlimitd", "options", "tolerated"):
+    for k in ("redis-server", "rlimitd", "options", "lenient"):
         if k in meta:
             out.append("  %s: %s" % (k, meta[k]))
     out.append("  passed/failed/skipped: tests; not-run: passed or failed on redis-server, not "
@@ -399,7 +448,7 @@ def main():
         ctl = Run(os.path.join(work, "redis-server", safe))
         if not ctl.present:
             ctl = None
-        sources = Sources(os.path.join(work, "tree"), file, known)
+        sources = Sources(os.path.join(work, "tree"), file, known, redis_known)
         parts = [(file, None)]
         if file == SCRIPTING:
             parts = [(file + " (EVAL half: is_eval=1 pass and the EVAL-only blocks after it)",
@@ -416,14 +465,14 @@ def main():
                             sum(t["status"] == "err" for t in rt), n))
         tolerated = {}
         for note in rl.notes:
-            m = re.match(r"tolerated: CONFIG SET (\S+)", note)
+            m = re.match(r"tolerated: (CONFIG SET \S+|MEMORY USAGE)", note)
             if m:
                 tolerated[m.group(1)] = tolerated.get(m.group(1), 0) + 1
         for note in sorted({n for n in rl.notes if not n.startswith("tolerated: ")}):
             out.append("  note (rlimitd): " + note)
         if tolerated:
-            out.append("  tolerated on rlimitd (--tolerate-encoding-config), times: " +
-                       ", ".join("CONFIG SET %s %d" % kv for kv in sorted(tolerated.items())))
+            out.append("  tolerated on rlimitd (--lenient), times: " +
+                       ", ".join("%s %d" % kv for kv in sorted(tolerated.items())))
         for ev in rl.unretried:
             out.append("  rlimitd %s in the last attempt, not retried (outside a test, blamed on "
                        "one already skipped, or the 8th attempt): stopped at '%s' (%s); "
