@@ -13,11 +13,14 @@
 #define EXPIRE_BUCKETS_PER_SHARD 64
 
 /* Memory return (DESIGN.md "Connections"): glibc keeps freed chunks in its arenas, so after a
- * connection storm has closed the process would stay at its peak. Once closed connections have
- * freed this much since the last trim, and the trim before is this long ago, malloc_trim hands
- * every arena's free pages back to the kernel. The interval bounds what a steady churn of
- * connections costs (a trim walks the arenas' free lists). */
+ * connection storm has closed, or FLUSHALL / mass deletes / expiry emptied the keyspace, the
+ * process would stay at its peak RSS (a 64 MB keyspace filled and flushed left 128 MB). Once
+ * closed connections have freed TRIM_AFTER_BYTES since the last trim, or the keyspace's used
+ * memory has fallen TRIM_AFTER_KEYSPACE_BYTES below its highest since then, and the trim before
+ * is TRIM_INTERVAL_MS ago, malloc_trim hands every arena's free pages back to the kernel. The
+ * interval bounds what a steady churn costs (a trim walks the arenas' free lists). */
 #define TRIM_AFTER_BYTES (1024 * 1024)
+#define TRIM_AFTER_KEYSPACE_BYTES (8 * 1024 * 1024)
 #define TRIM_INTERVAL_MS 500
 
 static void maybe_return_memory(struct server *srv, uint64_t mono_ms)
@@ -25,10 +28,16 @@ static void maybe_return_memory(struct server *srv, uint64_t mono_ms)
     uint64_t freed = 0;
     for (int i = 0; i < srv->nthreads; i++)
         freed += stats_get(&srv->threads[i].stats.clients_freed);
-    if (freed - srv->trim_freed < TRIM_AFTER_BYTES || mono_ms - srv->trim_ms < TRIM_INTERVAL_MS)
+    uint64_t used = ks_used_memory(srv->ks);
+    if (used > srv->trim_used)
+        srv->trim_used = used;
+    int clients = freed - srv->trim_freed >= TRIM_AFTER_BYTES;
+    int keys = srv->trim_used - used >= TRIM_AFTER_KEYSPACE_BYTES;
+    if ((!clients && !keys) || mono_ms - srv->trim_ms < TRIM_INTERVAL_MS)
         return;
     malloc_trim(0);
     srv->trim_freed = freed;
+    srv->trim_used = used;
     srv->trim_ms = mono_ms;
 }
 

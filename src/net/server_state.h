@@ -36,6 +36,7 @@ struct server {
     /* Memory return (cron.c maybe_return_memory), thread 0's cron only. */
     uint64_t trim_freed; /* clients_freed summed at the last malloc_trim */
     uint64_t trim_ms;    /* loop time of the last malloc_trim */
+    uint64_t trim_used;  /* the keyspace's used memory at its highest since the last trim */
 };
 
 #endif
