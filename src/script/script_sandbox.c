@@ -27,6 +27,7 @@
 
 #include "script_cmsgpack.h"
 #include "script_harden.h"
+#include "script_json.h"
 #include "script_kill.h"
 #include "script_redis.h"
 #include "script_engine.h"
@@ -341,6 +342,7 @@ int open_libs(lua_State *L)
     lua_getglobal(L, LUA_TABLIBNAME);
     wrap(L, lua_gettop(L), "foreach", l_see_through);
     lua_getglobal(L, "cjson");
+    json_instrument(L, lua_gettop(L));
     wrap(L, lua_gettop(L), "encode", l_see_through);
     lua_pop(L, 3);
     lua_getglobal(L, "next");
