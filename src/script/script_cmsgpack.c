@@ -24,62 +24,26 @@
 #include <stdint.h>
 #include <string.h>
 
-#define MP_MAX_NESTING 16          /* tables this deep are encoded as nil */
-#define MP_KEEP_BYTES ((size_t)65536) /* pack keeps a buffer this big between calls */
+#include "script_sbuf.h"
 
-/* ---- pack ---- */
+#define MP_MAX_NESTING 16 /* tables this deep are encoded as nil */
 
-/* The encoder's output, in memory from the Lua state's allocator (so it counts toward the
- * state's limit) held by a userdata that is pack's upvalue: it uses no stack slot, and an error
- * halfway leaves nothing behind (the next call starts over, lua_close frees it). */
-struct mp_buf {
-    unsigned char *p;
-    size_t len, cap;
-};
-
-static void buf_resize(lua_State *L, struct mp_buf *b, size_t cap)
-{
-    if (cap == 0 && b->cap == 0)
-        return;
-    void *ud;
-    lua_Alloc f = lua_getallocf(L, &ud);
-    void *p = f(ud, b->p, b->cap, cap);
-    if (p == NULL && cap != 0)
-        luaL_error(L, "not enough memory");
-    b->p = cap != 0 ? p : NULL;
-    b->cap = cap;
-}
-
-static void buf_add(lua_State *L, struct mp_buf *b, const void *s, size_t n)
-{
-    if (b->cap - b->len < n) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->len < n)
-            cap *= 2;
-        buf_resize(L, b, cap);
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-}
-
-static int buf_gc(lua_State *L)
-{
-    struct mp_buf *b = lua_touserdata(L, 1);
-    buf_resize(L, b, 0);
-    return 0;
-}
+/* ---- pack ----
+ * The encoder writes into a buffer in the state's memory (script_sbuf.h) held by pack's
+ * upvalue: it uses no stack slot, counts toward the state's limit, and an error halfway leaves
+ * nothing behind. */
 
 /* Writes the n low bytes of v big-endian after the type byte t. */
-static void add_be(lua_State *L, struct mp_buf *b, unsigned char t, uint64_t v, int n)
+static void add_be(lua_State *L, struct sbuf *b, unsigned char t, uint64_t v, int n)
 {
     unsigned char h[9];
     h[0] = t;
     for (int i = n; i >= 1; i--, v >>= 8)
         h[i] = (unsigned char)(v & 0xff);
-    buf_add(L, b, h, (size_t)n + 1);
+    sbuf_add(L, b, h, (size_t)n + 1);
 }
 
-static void enc_int(lua_State *L, struct mp_buf *b, int64_t v)
+static void enc_int(lua_State *L, struct sbuf *b, int64_t v)
 {
     if (v >= 0) {
         uint64_t u = (uint64_t)v;
@@ -109,7 +73,7 @@ static void enc_int(lua_State *L, struct mp_buf *b, int64_t v)
 }
 
 /* float 32 when the number survives the round trip through a float, else float 64. */
-static void enc_double(lua_State *L, struct mp_buf *b, double d)
+static void enc_double(lua_State *L, struct sbuf *b, double d)
 {
     if (isinf(d) || fabs(d) <= FLT_MAX) { /* (float)d is defined */
         float f = (float)d;
@@ -131,7 +95,7 @@ static int is_int64(double d)
     return d >= -9223372036854775808.0 && d < 9223372036854775808.0 && (double)(int64_t)d == d;
 }
 
-static void enc_string(lua_State *L, struct mp_buf *b)
+static void enc_string(lua_State *L, struct sbuf *b)
 {
     size_t n;
     const char *s = lua_tolstring(L, -1, &n);
@@ -143,11 +107,11 @@ static void enc_string(lua_State *L, struct mp_buf *b)
         add_be(L, b, 0xda, n, 2);
     else
         add_be(L, b, 0xdb, n, 4);
-    buf_add(L, b, s, n);
+    sbuf_add(L, b, s, n);
 }
 
 /* Array or map header: fix (type | n) up to 15, else the 16- or 32-bit form. */
-static void enc_header(lua_State *L, struct mp_buf *b, unsigned char fix, unsigned char t16,
+static void enc_header(lua_State *L, struct sbuf *b, unsigned char fix, unsigned char t16,
                        size_t n)
 {
     if (n <= 15)
@@ -181,9 +145,9 @@ static int table_is_array(lua_State *L)
     return max == count;
 }
 
-static void enc_value(lua_State *L, struct mp_buf *b, int level);
+static void enc_value(lua_State *L, struct sbuf *b, int level);
 
-static void enc_table(lua_State *L, struct mp_buf *b, int level)
+static void enc_table(lua_State *L, struct sbuf *b, int level)
 {
     if (table_is_array(L)) {
         size_t n = lua_objlen(L, -1);
@@ -212,7 +176,7 @@ static void enc_table(lua_State *L, struct mp_buf *b, int level)
 }
 
 /* Encodes the value on top of the stack and pops it. */
-static void enc_value(lua_State *L, struct mp_buf *b, int level)
+static void enc_value(lua_State *L, struct sbuf *b, int level)
 {
     unsigned char c;
     switch (lua_type(L, -1)) {
@@ -221,7 +185,7 @@ static void enc_value(lua_State *L, struct mp_buf *b, int level)
         break;
     case LUA_TBOOLEAN:
         c = lua_toboolean(L, -1) ? 0xc3 : 0xc2;
-        buf_add(L, b, &c, 1);
+        sbuf_add(L, b, &c, 1);
         break;
     case LUA_TNUMBER: {
         double d = (double)lua_tonumber(L, -1);
@@ -236,12 +200,12 @@ static void enc_value(lua_State *L, struct mp_buf *b, int level)
             enc_table(L, b, level);
         } else { /* too deep: nil */
             c = 0xc0;
-            buf_add(L, b, &c, 1);
+            sbuf_add(L, b, &c, 1);
         }
         break;
     default:
         c = 0xc0;
-        buf_add(L, b, &c, 1);
+        sbuf_add(L, b, &c, 1);
         break;
     }
     lua_pop(L, 1);
@@ -254,19 +218,16 @@ static int mp_pack(lua_State *L)
         return luaL_argerror(L, 0, "MessagePack pack needs input.");
     if (!lua_checkstack(L, nargs))
         return luaL_argerror(L, 0, "Too many arguments for MessagePack pack.");
-    struct mp_buf *b = lua_touserdata(L, lua_upvalueindex(1));
-    if (b->cap > MP_KEEP_BYTES) /* left big by a call that failed */
-        buf_resize(L, b, 0);
+    struct sbuf *b = lua_touserdata(L, lua_upvalueindex(1));
+    sbuf_reset(L, b); /* a call that failed may have left it large */
     /* Each value's encoding is pushed, then all are joined: the stack Redis's pack uses. */
     for (int i = 1; i <= nargs; i++) {
         lua_pushvalue(L, i);
         b->len = 0;
         enc_value(L, b, 0);
-        lua_pushlstring(L, (const char *)b->p, b->len);
+        lua_pushlstring(L, b->p, b->len);
     }
-    b->len = 0;
-    if (b->cap > MP_KEEP_BYTES)
-        buf_resize(L, b, 0);
+    sbuf_reset(L, b);
     lua_concat(L, nargs);
     return 1;
 }
@@ -505,12 +466,7 @@ static int mp_unpack_limit(lua_State *L)
 int luaopen_cmsgpack(lua_State *L)
 {
     lua_createtable(L, 0, 8);
-    struct mp_buf *b = lua_newuserdata(L, sizeof(*b));
-    memset(b, 0, sizeof(*b));
-    lua_createtable(L, 0, 1);
-    lua_pushcfunction(L, buf_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_setmetatable(L, -2);
+    sbuf_push_new(L);
     lua_pushcclosure(L, mp_pack, 1);
     lua_setfield(L, -2, "pack");
     static const luaL_Reg fns[] = {

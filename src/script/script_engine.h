@@ -25,6 +25,7 @@
 #define GC_PAUSE 200
 #define GC_PAUSE_SMALL 400
 #define GC_SMALL_HEAP ((size_t)8 << 20)
+#define GC_STEPMUL 200 /* Lua's default step multiplier */
 
 #define FN_SLOTS 16 /* compiled scripts an engine finds without a Lua table lookup */
 
@@ -42,6 +43,7 @@ struct engine {
     size_t mem_pub;             /* mem as last added to total_mem */
     size_t mem_gc;              /* mem after the last full collection */
     int small_pause;            /* the collector's pause is GC_PAUSE_SMALL */
+    int gc_tuned;               /* the running script stopped or retuned the collector */
     uint64_t gen;               /* script_cache_generation() the functions were compiled under */
     int fns_ref, flags_ref;     /* registry: sha -> function, sha -> shebang flags */
     int globals_ref;            /* registry: W, the whitelist the globals proxy reads */

@@ -433,7 +433,8 @@ int raiser(lua_State *L, lua_Debug *ar)
 
 /* The top-level error handler: turns any error into Redis's final text,
  * "<msg> script: <sha>, on @user_script:<line>." (msg "ERR <text>" unless the error is a
- * table with an err field, as redis.call raises). */
+ * table with an err field, as redis.call raises; an error object that is not a string, number,
+ * boolean or nil is "(error object is a <type> value)"). */
 int err_handler(lua_State *L)
 {
     struct engine *e = engine_of(L);
@@ -458,7 +459,10 @@ int err_handler(lua_State *L)
         } else if (t == LUA_TBOOLEAN) {
             lua_pushstring(L, lua_toboolean(L, 1) ? "true" : "false");
         } else {
-            lua_pushfstring(L, "%s: %p", lua_typename(L, t), lua_topointer(L, 1));
+            /* A table (without a string err field), function, coroutine or userdata: named by
+             * its type only. Its address would show an attacker where the heap is, and its
+             * __tostring would run script code inside the handler. */
+            lua_pushfstring(L, "(error object is a %s value)", lua_typename(L, t));
         }
         msg = lua_tolstring(L, -1, &n);
     }

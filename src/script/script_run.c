@@ -16,6 +16,7 @@
 
 #include "rlimitd/reply.h"
 #include "script_bytecode.h"
+#include "script_harden.h"
 #include "script_kill.h"
 #include "script_redis.h"
 #include "script_sandbox.h"
@@ -63,6 +64,7 @@ static void fn_slots_clear(struct engine *e)
     }
 }
 
+/* This thread's engine, created at its first use. */
 static struct engine *engine_get(void)
 {
     struct engine *e = tl_engine;
@@ -102,6 +104,17 @@ static struct engine *engine_get(void)
         pthread_mutex_unlock(&engines_lock);
         tl_engine = e;
     }
+    return e;
+}
+
+/* This thread's engine, its functions dropped first if SCRIPT FLUSH ran (on any thread) since
+ * it compiled them. Only the steps that find or compile a function check the generation
+ * (script_lookup, script_compile): script_run runs the function they found even if a flush
+ * came in between, as a flush during a script leaves that script running in Redis; dropping
+ * the tables there would leave it nothing to run. */
+static struct engine *engine_current(void)
+{
+    struct engine *e = engine_get();
     uint64_t gen = script_cache_generation();
     if (e->gen != gen) {
         /* SCRIPT FLUSH since this state compiled: drop its functions. */
@@ -119,7 +132,7 @@ static struct engine *engine_get(void)
 
 int script_lookup(const char *sha)
 {
-    struct fn_slot *slot = fn_find(engine_get(), sha);
+    struct fn_slot *slot = fn_find(engine_current(), sha);
     return slot != NULL ? slot->flags : -1;
 }
 
@@ -154,7 +167,7 @@ int script_compile(const char *sha, const char *body, size_t len, struct rbuf *o
         reply_error(out, err);
         return -1;
     }
-    struct engine *e = engine_get();
+    struct engine *e = engine_current();
     lua_State *L = e->L;
     int rc;
     if (flags & SCRIPT_FLAG_SHEBANG) {
@@ -162,13 +175,10 @@ int script_compile(const char *sha, const char *body, size_t len, struct rbuf *o
         char *copy = xmalloc(len);
         memcpy(copy, body, len);
         copy[0] = copy[1] = '-';
-        rc = luaL_loadbuffer(L, copy, len, "@user_script");
+        rc = compile_chunk(L, copy, len, "@user_script");
         free(copy);
-    } else if (len > 0 && body[0] == '\033') {
-        lua_pushliteral(L, "user_script:1: unexpected symbol near 'char(27)'");
-        rc = LUA_ERRSYNTAX;
     } else {
-        rc = luaL_loadbuffer(L, body, len, "@user_script");
+        rc = compile_chunk(L, body, len, "@user_script");
     }
     if (rc != 0) {
         const char *m = lua_tostring(L, -1);
@@ -291,6 +301,8 @@ void script_run(const char *sha, script_call_fn call, void *call_ud, int64_t sta
         reply_errorf(out, "ERR %s script: %s.", m ? m : "error running script", sha);
     }
     lua_settop(L, base);
+    if (e->gc_tuned)
+        harden_gc_restore(e);
     /* Garbage is collected incrementally as scripts allocate; a script that left a large
      * heap behind (a failed memory bomb, a big reply) gets a full collection now, so the next
      * script starts with the memory it is allowed. */

@@ -26,6 +26,8 @@
 #include <lua-cjson.h>
 
 #include "script_cmsgpack.h"
+#include "script_harden.h"
+#include "script_json.h"
 #include "script_kill.h"
 #include "script_redis.h"
 #include "script_engine.h"
@@ -76,13 +78,31 @@ static int see_through(lua_State *L)
     return 1;
 }
 
-/* pairs, next, rawget, table.foreach and cjson.encode: the functions that read a table's own
+/* next, rawget, table.foreach and cjson.encode: the functions that read a table's own
  * contents (not through __index) see through proxies, so a script reads the globals and
  * libraries as it would in Redis. */
 static int l_see_through(lua_State *L)
 {
     see_through(L);
     return original(L)(L);
+}
+
+/* pairs(t): Lua's, except over a proxy. Lua's pairs hands back its argument as the loop's state,
+ * so a pairs that saw through a proxy would give the script the table the proxy guards, which
+ * has no metatable to refuse a write: one script could then change what every later script of
+ * the state sees (string.rep, a global). Over a proxy the state stays the proxy and the
+ * iterator is the wrapped next, which reads through it. Upvalues: Lua's next, the wrapped one. */
+static int l_pairs(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, engine_of(L)->ro_ref);
+    lua_pushvalue(L, 1);
+    lua_rawget(L, -2);
+    int proxy = lua_istable(L, -1); /* a proxy maps to what it shows, a guarded table to true */
+    lua_pushvalue(L, lua_upvalueindex(proxy ? 2 : 1));
+    lua_pushvalue(L, 1);
+    lua_pushnil(L);
+    return 3;
 }
 
 /* A library table has no metatable; G's stays what its __metatable shows; a string's is shown
@@ -162,17 +182,29 @@ static void chunk_id(char *out, size_t outlen, const char *src)
     }
 }
 
-/* Loads text only: a binary chunk (ESC first) fails as Redis's Lua fails it, parsed as text. */
+int compile_chunk(lua_State *L, const char *s, size_t n, const char *name)
+{
+    char id[80];
+    if (n > 0 && s[0] == '\033') {
+        chunk_id(id, sizeof(id), name);
+        lua_pushfstring(L, "%s:1: unexpected symbol near 'char(27)'", id);
+        return LUA_ERRSYNTAX;
+    }
+    if (n > SCRIPT_SOURCE_MAX) {
+        chunk_id(id, sizeof(id), name);
+        lua_pushfstring(L, "%s:1: source too large", id);
+        return LUA_ERRSYNTAX;
+    }
+    lua_pushstring(L, name); /* the parser's chunk name stays reachable while it runs */
+    int rc = luaL_loadbuffer(L, s, n, name);
+    lua_remove(L, -2);
+    return rc;
+}
+
+/* loadstring and load: a function, or nil and the error text. */
 static int load_text(lua_State *L, const char *s, size_t n, const char *name)
 {
-    if (n > 0 && s[0] == '\033') {
-        char id[80];
-        chunk_id(id, sizeof(id), name);
-        lua_pushnil(L);
-        lua_pushfstring(L, "%s:1: unexpected symbol near 'char(27)'", id);
-        return 2;
-    }
-    if (luaL_loadbuffer(L, s, n, name) != 0) {
+    if (compile_chunk(L, s, n, name) != 0) {
         lua_pushnil(L);
         lua_insert(L, -2);
         return 2;
@@ -188,6 +220,11 @@ static int l_loadstring(lua_State *L)
     return load_text(L, s, n, name);
 }
 
+/* load(reader [, name]): the reader's pieces are read to the end before anything is parsed, so
+ * no script code runs while the parser works (Lua's own load calls the reader from inside the
+ * parser: a reader that collects garbage there freed the parser's chunk name, CVE-2025-49844,
+ * and one that streams without end could feed it 2^31 lines, CVE-2025-46819); the source is a
+ * string of the state, within its memory limit. */
 static int l_load(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TFUNCTION);
@@ -299,15 +336,20 @@ int open_libs(lua_State *L)
         else
             lua_pop(L, 1);
     }
+    harden_libs(L);
     lua_getglobal(L, LUA_STRLIBNAME);
     wrap(L, lua_gettop(L), "format", l_format);
     lua_getglobal(L, LUA_TABLIBNAME);
     wrap(L, lua_gettop(L), "foreach", l_see_through);
     lua_getglobal(L, "cjson");
+    json_instrument(L, lua_gettop(L));
     wrap(L, lua_gettop(L), "encode", l_see_through);
     lua_pop(L, 3);
-    wrap(L, LUA_GLOBALSINDEX, "pairs", l_see_through);
+    lua_getglobal(L, "next");
     wrap(L, LUA_GLOBALSINDEX, "next", l_see_through);
+    lua_getglobal(L, "next");
+    lua_pushcclosure(L, l_pairs, 2);
+    lua_setglobal(L, "pairs");
     wrap(L, LUA_GLOBALSINDEX, "rawget", l_see_through);
     wrap(L, LUA_GLOBALSINDEX, "getmetatable", l_getmetatable);
     lua_getglobal(L, LUA_MATHLIBNAME);

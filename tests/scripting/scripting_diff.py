@@ -650,6 +650,35 @@ def redis_rate(key, burst, rate, period, cost):
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "redis_rate.lua")) as f:
     REDIS_RATE = f.read()
+# ---- the Lua CVEs Redis closed (docs/COMMANDS.md, Scripting hardening): each trigger answers
+# as Redis does, and the next command on the same connection shows the server alive ----
+CASES.update({
+    "CVE-2024-31449 bit.tohex": [ev("return bit.tohex(65535, -2147483648)"),
+                                 ev("return bit.tohex(65535, 2147483647)"),
+                                 ev("return bit.tohex(-1, -8)"), ev("return 1")],
+    "CVE-2025-46817 unpack ranges": [ev("return {unpack({1,2,3}, -2, 2147483647)}"),
+                                     ev("return {unpack({1,2,3}, 0, 2147483647)}"),
+                                     ev("return {unpack({1,2,3}, -2147483648, -2)}"),
+                                     ev("return {unpack({1,2,3}, 2147483647, -2147483648)}"),
+                                     ev("return {unpack({1,2,3}, 2, 3)}"), ev("return 1")],
+    "CVE-2025-46819 malformed long strings": [
+        ev("return [=["), ev("return [==[ x ]=]"), ev("return [[ x"), ev("return [=x"),
+        ev("--[==[ x"), ev("return loadstring('return [=[')"),
+        ev("return loadstring('[' .. string.rep('=', 100000) .. '[')"),
+        ev("return select(2, loadstring('x = [=== a ]=]'))"), ev("return 1")],
+    "CVE-2025-49844 chunk names while parsing": [
+        ev("return select(2, loadstring('return 1 +', string.rep('n', 1000)))"),
+        ev("collectgarbage('step', 1000) return select(2, loadstring(string.rep('a = 1 ', 1000) .. ' +'))"),
+        ev("local f = loadstring('return 7') collectgarbage() return f()"), ev("return 1")],
+    "CVE-2021-32626 stack growth": [
+        ev("local t = {} for i = 1, 7999 do t[i] = i end return #{unpack(t)}"),
+        ev("local t = {} for i = 1, 100000 do t[i] = i end return #{unpack(t)}"),
+        ev("local t = {} for i = 1, 100000 do t[i] = 'x' end return redis.call('echo', unpack(t))"),
+        ev("local t = {} for i = 1, 10000 do t[i] = i end return t"),
+        ev("local t = {} for i = 1, 7999 do t[i] = 'x' end return #redis.call('echo', 'a', unpack(t))"),
+        ev("return 1")],
+})
+
 CASES["redis_rate"] = (
     [redis_rate("rr:1", 3, 1, 3600, 1) for _ in range(5)] +
     [redis_rate("rr:2", 10, 5, 7200, 4) for _ in range(4)] +

@@ -8,6 +8,7 @@ Prints one line per test and "N passed, N failed"; exits 1 on any failure. Nothi
 depends on the machine's speed: parallelism is shown by the overlap of the scripts' own run
 intervals as the server measured them (TIME inside the script for the start, SLOWLOG for the
 duration), not by wall-clock speed."""
+import hashlib
 import os
 import select
 import sys
@@ -692,6 +693,53 @@ def wait_log(srv, text):
         time.sleep(0.02)
 
 
+def t_flush_during_eval(srv):
+    """Four clients run EVAL and EVALSHA while a fifth sends SCRIPT FLUSH in a loop (SCRIPT
+    FLUSH between a command's lookup and its run crashed the daemon within a few thousand
+    calls). Every call answers its value or NOSCRIPT; SCRIPT KILL answers NOTBUSY or OK."""
+    body = "local x = 0 for i = 1, 50 do x = x + i end return x + tonumber(ARGV[1])"
+    sha = hashlib.sha1(body.encode()).hexdigest()
+    errors = []
+    done = threading.Event()
+
+    def worker(i):
+        try:
+            c = srv.conn()
+            for n in range(1500):
+                v = c.value("EVALSHA", sha, "0", str(n)) if n % 2 else \
+                    c.value("EVAL", body, "0", str(n))
+                if err(v) and "NOSCRIPT" in str(v) and n % 2:
+                    continue
+                if v != 1275 + n:
+                    errors.append((i, n, v))
+                    return
+            c.close()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def flusher():
+        c = srv.conn()
+        while not done.is_set():
+            v = c.value("SCRIPT", "FLUSH")
+            k = c.value("SCRIPT", "KILL")
+            if v != b"OK" or not (k == b"OK" or (err(k) and "NOTBUSY" in str(k))):
+                errors.append(("flush/kill", v, k))
+                return
+        c.close()
+
+    ths = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    fl = threading.Thread(target=flusher)
+    fl.start()
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    done.set()
+    fl.join()
+    check(not errors, "errors: %r" % errors[:3])
+    check(srv.alive(), "server alive")
+
+
 TESTS = [t_declared_keys, t_atomic_counter, t_multi_key_no_deadlock, t_one_clock,
          t_limiters_from_scripts, t_commandstats, t_redis_log, t_parallel_threads,
          t_same_shard_serialises, t_hostile, t_many_scripts, t_maxmemory,
@@ -699,7 +747,8 @@ TESTS = [t_declared_keys, t_atomic_counter, t_multi_key_no_deadlock, t_one_clock
          t_kill_reaches_handlers_and_coroutines, t_deep_patterns, t_cmsgpack_struct_hostile,
          t_large_live_heap_with_garbage,
          t_exec_on_a_busy_shard,
-         t_unkillable_then_shutdown_nosave, t_sigterm_during_script_on_thread0]
+         t_unkillable_then_shutdown_nosave, t_sigterm_during_script_on_thread0,
+         t_flush_during_eval]
 
 
 def main():
