@@ -23,6 +23,7 @@
 
 /* KeyType answers used here. */
 #define REDISMODULE_KEYTYPE_EMPTY 0
+#define REDISMODULE_KEYTYPE_STRING 1
 #define REDISMODULE_KEYTYPE_MODULE 6
 
 /* GetExpire/GetAbsExpire when the key has no expiry. */
@@ -125,6 +126,8 @@ typedef struct RedisModuleCommandInfo {
     X(int, ModuleTypeReplaceValue,                                                                 \
       (RedisModuleKey * key, RedisModuleType * mt, void *new_value, void **old_value))            \
     X(int, SetAbsExpire, (RedisModuleKey * key, mstime_t expire))                                  \
+    X(int, StringSet, (RedisModuleKey * key, RedisModuleString * str))                             \
+    X(char *, StringDMA, (RedisModuleKey * key, size_t *len, int mode))                             \
     X(mstime_t, GetAbsExpire, (RedisModuleKey * key))                                              \
     X(RedisModuleString *, CreateString, (RedisModuleCtx * ctx, const char *ptr, size_t len))      \
     X(void, FreeString, (RedisModuleCtx * ctx, RedisModuleString * str))                           \

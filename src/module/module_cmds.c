@@ -3,9 +3,10 @@
  * swlog.c, isallowed.c), on Redis keys.
  *
  * Replication carries effects, not commands: the primary decides with its own clock and
- * propagates what it stored (RLIMIT.SETTAT, RLIMIT.LOGPUSH, see module_effects.c), so replicas
- * and AOF replay hold the primary's exact state instead of recomputing with another clock.
- * Limited calls and peeks store nothing and so propagate nothing. */
+ * propagates what it stored (GCRA state as Redis's GCRA does, `SET key tat PXAT ms`; a window
+ * log's RLIMIT.LOGPUSH, see module_effects.c), so replicas and AOF replay hold the primary's
+ * exact state instead of recomputing with another clock. Limited calls and peeks store nothing
+ * and so propagate nothing. */
 #include "module_cmds.h"
 #include "module_reply.h"
 #include "module_state.h"
@@ -39,6 +40,16 @@ static int reply_gcra(RedisModuleCtx *ctx, const struct gcra_result *r)
     return RedisModule_ReplyWithLongLong(ctx, r->reset_after);
 }
 
+/* Stores the new TAT and replicates it as the SET that wrote it (floor_ms: GCRA's expiry). */
+static void store_gcra(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleString *name,
+                       int64_t tat, int floor_ms)
+{
+    int64_t ms = rl_gcra_store(ctx, key, tat, floor_ms);
+    char text[GCRA_TAT_TEXT_MAX];
+    size_t n = gcra_tat_format(text, tat);
+    RedisModule_Replicate(ctx, "SET", "sbcl", name, text, n, "PXAT", (long long)ms);
+}
+
 /* What both GCRA commands do after their step (rc, err: its result): on an error close the key
  * and reply it; else store and replicate the new TAT if the step said so, close the key, count
  * the call for INFO rlimit, reply. */
@@ -49,10 +60,8 @@ static int finish_gcra(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleStri
         RedisModule_CloseKey(key);
         return rl_reply_err(ctx, err);
     }
-    if (r->store) {
-        rl_gcra_store(key, r->new_tat);
-        RedisModule_Replicate(ctx, "RLIMIT.SETTAT", "sl", name, (long long)r->new_tat);
-    }
+    if (r->store)
+        store_gcra(ctx, key, name, r->new_tat, lim == RL_LIM_GCRA);
     RedisModule_CloseKey(key);
     size_t klen;
     const char *kname = RedisModule_StringPtrLen(name, &klen);
@@ -60,18 +69,19 @@ static int finish_gcra(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleStri
     return reply_gcra(ctx, r);
 }
 
-/* The key opened for writing when it is empty or holds GCRA state (*kind says which); NULL, the
- * key closed, when it holds anything else (the caller replies WRONGTYPE). */
-static RedisModuleKey *open_gcra_key(RedisModuleCtx *ctx, RedisModuleString *name,
-                                     enum rl_kind *kind)
+/* The key opened for writing when it is empty (*has 0) or holds GCRA state (*has 1, its TAT
+ * in *tat); NULL, the key closed, when it holds anything else (the caller replies WRONGTYPE). */
+static RedisModuleKey *open_gcra_key(RedisModuleCtx *ctx, RedisModuleString *name, int *has,
+                                     int64_t *tat)
 {
     RedisModuleKey *key = RedisModule_OpenKey(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE);
-    *kind = rl_key_kind(key);
-    if (*kind != RL_EMPTY && *kind != RL_GCRA) {
-        RedisModule_CloseKey(key);
-        return NULL;
-    }
-    return key;
+    enum rl_kind kind = rl_key_kind(key);
+    *has = kind == RL_GCRA;
+    *tat = 0;
+    if (kind == RL_EMPTY || (kind == RL_GCRA && rl_gcra_tat(key, tat) == 0))
+        return key;
+    RedisModule_CloseKey(key);
+    return NULL;
 }
 
 int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
@@ -88,17 +98,17 @@ int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (gcra_prepare(burst, count, period, quantity, &l, &err) != 0)
         return rl_reply_err(ctx, err);
 
-    enum rl_kind kind;
-    RedisModuleKey *key = open_gcra_key(ctx, argv[1], &kind);
+    int has;
+    int64_t tat;
+    RedisModuleKey *key = open_gcra_key(ctx, argv[1], &has, &tat);
     if (key == NULL)
         return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
     struct gcra_result r;
-    int rc = gcra_step(&l, now_ns(), kind == RL_GCRA, kind == RL_GCRA ? rl_gcra_tat(key) : 0, &r,
-                       &err);
+    int rc = gcra_step(&l, now_ns(), has, tat, &r, &err);
     return finish_gcra(ctx, key, argv[1], RL_LIM_THROTTLE, rc, &r, err);
 }
 
-/* GCRA on the same rlim-gcra state as CL.THROTTLE (one state per key, as in the daemon), with
+/* GCRA on the same string state as CL.THROTTLE (one state per key, as in the daemon), with
  * Redis's checks in Redis's order: arguments, the key's type, then overflow. */
 int rl_cmd_gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
@@ -113,13 +123,13 @@ int rl_cmd_gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (gcra_redis_parse(argc, args, lens, &a, &err) != 0)
         return rl_reply_err(ctx, err);
 
-    enum rl_kind kind;
-    RedisModuleKey *key = open_gcra_key(ctx, argv[1], &kind);
+    int has;
+    int64_t tat;
+    RedisModuleKey *key = open_gcra_key(ctx, argv[1], &has, &tat);
     if (key == NULL)
         return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
     struct gcra_result r;
-    int rc = gcra_redis_step(&a, now_ns(), kind == RL_GCRA, kind == RL_GCRA ? rl_gcra_tat(key) : 0,
-                             &r, &err);
+    int rc = gcra_redis_step(&a, now_ns(), has, tat, &r, &err);
     return finish_gcra(ctx, key, argv[1], RL_LIM_GCRA, rc, &r, err);
 }
 

@@ -155,6 +155,7 @@ struct lc_key {
     char name[KEY_BYTES];
     size_t len;
     int window; /* 0: a CL.THROTTLE key, 1: an ISALLOWED window */
+    int unknown; /* a TAT past the model's reach (2262): PTTL unchecked */
     struct lm_gcra g;
     struct lm_window w;
 };
@@ -187,6 +188,7 @@ static void forget_key(struct lc_model *m, const char *name, size_t len)
     if (k != NULL) {
         lm_gcra_reset(&k->g);
         lm_window_reset(&k->w);
+        k->unknown = 0;
     }
 }
 
@@ -243,9 +245,17 @@ static int model_step(struct lc_model *m, const struct lc_case *cs, int step, co
         memcpy(pbuf, a->argv[4], n);
         pbuf[n] = '\0';
         double us = strtod(pbuf, NULL) * 1e6 / (double)arg_int(a, 3);
-        int64_t ei = (int64_t)(us + 0.5);
+        int64_t ei = (int64_t)(us + 0.5), tokens = a->argc == 7 ? arg_int(a, 6) : 1, inc;
+        /* A TAT the model's nanoseconds cannot hold (past 2262): the model forgets the key, and
+         * the table's exact replies are all there is. */
+        if (__builtin_mul_overflow(ei < 1 ? 1 : ei, tokens, &inc) ||
+            inc > INT64_MAX / 1000 - lm_now_ns() / 1000 - 1000000000LL * 3600) {
+            find_key(m, a->argv[1], a->lens[1], 0, 1)->unknown = 1;
+            return 0;
+        }
         struct lc_key *k = find_key(m, a->argv[1], a->lens[1], 0, 1);
-        lm_gcra_note_redis(&k->g, ei < 1 ? 1 : ei, a->argc == 7 ? arg_int(a, 6) : 1, before, after,
+        k->unknown = 0;
+        lm_gcra_note_redis(&k->g, ei < 1 ? 1 : ei, tokens, before, after,
                            r->element[0]->integer != 0);
         return 0;
     }
@@ -267,7 +277,7 @@ static int model_step(struct lc_model *m, const struct lc_case *cs, int step, co
     }
     if ((is_cmd(a, "PTTL", 2) || is_cmd(a, "TTL", 2)) && r->type == REDIS_REPLY_INTEGER) {
         struct lc_key *k = find_key(m, a->argv[1], a->lens[1], 0, 0);
-        if (k == NULL)
+        if (k == NULL || k->unknown)
             return 0;
         if (r->integer == -2 && may_have_expired(k, after))
             return 1;

@@ -87,13 +87,12 @@ const struct lc_case lc_cases[] = {
     {"throttle_state_is_a_key_with_expiry",
      {{"CL.THROTTLE g 15 30 60", "[0 16 15 -1 2]"},
       {"EXISTS g", ":1"},
-      {"TYPE g", "+string", "+rlim-gcra"},
-      /* Expiry at the TAT: 2 s away. Redis keeps expiries in whole ms, so the module rounds the
-       * TAT up and its PTTL can read 2001. */
+      {"TYPE g", "+string"},
+      /* Expiry at the TAT: 2 s away. Redis keeps expiries in whole ms, so the module rounds a
+       * CL.THROTTLE TAT up and its PTTL can read 2001. */
       {"PTTL g", ":1000..2001"},
-      /* The daemon shows the TAT in ns (COMMANDS.md); Redis keeps module state out of GET. */
-      {"GET g", "~$1[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]",
-       WRONGTYPE},
+      /* Both show the TAT in ns (COMMANDS.md): the module keeps the state as a Redis string. */
+      {"GET g", "~$1[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]"},
       {"DEL g", ":1"},
       {"CL.THROTTLE g 15 30 60", "[0 16 15 -1 2]"}}},
 
@@ -150,8 +149,10 @@ const struct lc_case lc_cases[] = {
       {"CL.THROTTLE s 15 30 60", WRONGTYPE},
       {"GET s", "$v"},
       {"INCR n", ":1"},
-      {"CL.THROTTLE n 15 30 60", WRONGTYPE},
-      {"GET n", "$1"}}},
+      /* The module keeps GCRA state as a string: an integer there reads as a TAT (1 ns after
+       * the epoch, long past), and the call takes the key over. */
+      {"CL.THROTTLE n 15 30 60", WRONGTYPE, "[0 16 15 -1 2]"},
+      {"GET n", "$1", "~$1[0-9]*"}}},
 
     {"wrong_arity_aborts_a_transaction",
      /* Arity is checked when MULTI queues the call, as Redis does for its own commands. */
@@ -238,8 +239,9 @@ const struct lc_case lc_cases[] = {
       {"GCRA s 15 30 60 TOKENS 13", "[0 16 0 -1 32]"},
       {"CL.THROTTLE s 15 30 60", "[1 16 0 2 32]"},
       {"GCRA s 15 30 60", "[1 16 0 2 32]"},
-      {"TYPE s", "+string", "+rlim-gcra"},
-      {"PTTL s", ":30000..32001"},
+      {"TYPE s", "+string"},
+      /* GCRA wrote last: Redis's expiry, the TAT floored to the ms, at most 32 s away. */
+      {"PTTL s", ":30000..32000"},
       {"DBSIZE", ":1"}}},
 
     {"gcra_remaining_beside_cl_throttle",
@@ -282,11 +284,39 @@ const struct lc_case lc_cases[] = {
       {"GCRA k 1 2 3 TOKENS 2.5", NOTINT},
       {"GCRA k 9223372036854 1 1", GCRA_OVF_BURST},
       {"GCRA k 0 1 1 TOKENS 9223372036855", GCRA_OVF_TOKENS},
-      {"GCRA k 0 1 999999999999", GCRA_OVF_TOKENS},
+      {"GCRA k 1 1 999999999999 TOKENS 10", GCRA_OVF_TOKENS},
+      /* EI about 9.2e15 us: 1000 tokens fit int64, but not added to now. */
+      {"GCRA k 0 100 922337203685 TOKENS 1000", GCRA_OVF_TOKENS},
       {"DBSIZE", ":0"},
       {"GCRA k 9223372036853 1 1", "[0 9223372036854 9223372036853 -1 1]"},
       {"GCRA k2 0 2000001 1", "[0 1 0 -1 1]"},
       {"GCRA k3 0 1 1e-6", "[0 1 0 -1 1]"}}},
+
+    {"gcra_tat_past_the_year_2262",
+     /* One token per 999,999,999,999 s: the TAT is ~31,700 years ahead, kept in microseconds as
+      * Redis keeps it. The interval is the double nearest 999999999999e6 us, 64 us above, so
+      * the first reset rounds up to 1e12 s (Redis's reply). */
+     {{"GCRA far 1 1 999999999999", "[0 2 1 -1 1000000000000]"},
+      /* Two intervals, less the microseconds since the first call: the 128 us the double adds
+       * to them decide the rounding. */
+      {"GCRA far 1 1 999999999999", "~[[]0 2 0 -1 199999999999[89]]"},
+      {"GCRA far 1 1 999999999999", "~[[]1 2 0 [19]*[09] 199999999999[89]]"},
+      {"TYPE far", "+string"},
+      /* GET shows nanoseconds: the microseconds and three zeros, past int64. */
+      {"GET far", "~$2[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]000"},
+      /* The daemon keeps expiries in ns: none past 2262. Redis's ms expiry reaches it. */
+      {"PTTL far", ":-1", ":1999999999990000..1999999999999000"},
+      {"CL.THROTTLE far 1 1 1", "-ERR TAT out of range: clock or arguments too large"},
+      {"GCRA far 1 1 999999999999", "~[[]1 2 0 [19]*[09] 199999999999[89]]"},
+      {"DEL far", ":1"},
+      {"GCRA far 1 1 999999999999", "[0 2 1 -1 1000000000000]"}}},
+
+    {"gcra_expiry_is_the_tat_floored_to_the_ms",
+     /* Redis sets PXAT at the TAT floored to the ms: 10 s ahead reads at most 10000. */
+     {{"GCRA p 4 1 10", "[0 5 4 -1 10]"},
+      {"PTTL p", ":9000..10000"},
+      {"GCRA p 4 1 10", "[0 5 3 -1 20]"},
+      {"PTTL p", ":19000..20000"}}},
 
     {"gcra_wrongtype_when_key_holds_other_state",
      /* Arguments are checked before the key, overflow after it, as in Redis. */
@@ -297,11 +327,12 @@ const struct lc_case lc_cases[] = {
       {"SET str foo", "+OK"},
       {"GCRA str 1 2 3", WRONGTYPE},
       {"INCR n", ":1"},
-      {"GCRA n 1 2 3", WRONGTYPE},
-      {"GET n", "$1"},
+      {"GCRA n 1 2 3", WRONGTYPE, "[0 2 1 -1 2]"},
+      {"GET n", "$1", "~$1[0-9]*000"},
       {"GCRA g 15 30 60", "[0 16 15 -1 2]"},
       {"ISALLOWED g a 60 10", ":1"},
-      {"INCR g", WRONGTYPE}}},
+      /* The module's state is a string, which INCR may move (by a nanosecond here). */
+      {"INCR g", WRONGTYPE, "~:1[0-9]*"}}},
 
     {"isallowed_window_expires_after_period",
      {{"ISALLOWED dave x 1 2", ":1"},

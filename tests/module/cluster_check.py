@@ -297,8 +297,8 @@ def cmd_traffic(seed):
     # Every key is where the hash slot says, with the module's type and the state's expiry.
     per_primary = {}
     bad = []
-    expect = {f"c3:thr:{i}": ("rlim-gcra", 18000_000) for i in range(nkeys)}
-    expect.update({f"c3:qty:{i}": ("rlim-gcra", 36000_000) for i in range(40)})
+    expect = {f"c3:thr:{i}": ("string", 18000_000) for i in range(nkeys)}
+    expect.update({f"c3:qty:{i}": ("string", 36000_000) for i in range(40)})
     expect.update({f"hist:{{c3u{i}}}:login": ("rlim-wlog", 3600_000) for i in range(nusers)})
     for prim, _, _ in sh:
         r = node(prim)
@@ -327,7 +327,7 @@ def cmd_traffic(seed):
                                                                and mem > 0):
             bad.append(f"{k}: TYPE {t} PTTL {pttl} MEMORY USAGE {mem}, want {typ}, "
                        f"[{low}, {ttl_ms + 1}], >0")
-    check("3.6", not bad, "TYPE is rlim-gcra / rlim-wlog, PTTL the state's expiry, MEMORY USAGE "
+    check("3.6", not bad, "TYPE is string (GCRA state) / rlim-wlog, PTTL the state's expiry, MEMORY USAGE "
           "> 0", show(bad))
 
     # Effects, not commands: a limited CL.THROTTLE and a peek change no state, so the primary
@@ -378,17 +378,19 @@ def cmd_replicas(seed, num):
     for prim, reps, _ in sh:
         for r in reps:
             st = node(r).info("commandstats")
-            for c in ("cl.throttle", "isallowed"):
+            for c in ("cl.throttle", "isallowed", "gcra"):
                 n = st.get(f"cmdstat_{c}", {}).get("calls", 0)
                 if n:
                     bad.append(f"replica {r} ran {c} {n} times")
+            # GCRA state travels as SET key tat PXAT ms, window logs as RLIMIT.* effects.
             for c, v in st.items():
-                if c.startswith("cmdstat_rlimit."):
+                if c.startswith("cmdstat_rlimit.") or c == "cmdstat_set":
                     seen[c[8:]] = seen.get(c[8:], 0) + v.get("calls", 0)
     check(f"{num}.{2 + len(sh)}", not bad and seen,
-          "replicas ran only the module's effect commands ("
-          + ", ".join(f"{c} x{n}" for c, n in sorted(seen.items())) + "), no CL.THROTTLE/ISALLOWED",
-          show(bad) or "no rlimit.* command ran on any replica")
+          "replicas ran only effects ("
+          + ", ".join(f"{c} x{n}" for c, n in sorted(seen.items()))
+          + "), no CL.THROTTLE/ISALLOWED/GCRA",
+          show(bad) or "no effect ran on any replica")
 
 
 # ---- check 5: failover mid-traffic ----

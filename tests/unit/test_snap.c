@@ -369,7 +369,7 @@ static const char bin_val[] = "\0\r\n\xff\x01 value";
 
 /* Keys that are live at SAVE_AT: 15 named + BULK. Expired by SAVE_AT (skipped on write): 3.
  * Expiring in (SAVE_AT, LOAD_LATE] (skipped on load): 3. */
-#define LIVE_AT_SAVE (15 + BULK)
+#define LIVE_AT_SAVE (16 + BULK)
 #define EXPIRED_AT_SAVE 3
 #define EXPIRING_BEFORE_LOAD 3
 
@@ -380,6 +380,13 @@ static void populate(struct keyspace *k)
     throttle(k, "short", 0, 1, 1, 1, T0, 1);                  /* expires T0 + 1 s: not written */
     throttle(k, "mid", 0, 1, 4, 1, T0, 1);                    /* T0 + 4 s: written, not loaded */
     throttle(k, "hourly", 99, 100, 3600, 7, T0 - 5 * SEC, 3); /* TAT far ahead */
+    /* GCRA's TAT past 2262, kept in microseconds (negative), without expiry. */
+    struct gcra_redis_args ga = {2, 1, 999999999999.0, 1};
+    struct gcra_result gr;
+    const char *gerr;
+    struct ks_key fk = kk(k, "far", 3);
+    cr_assert_eq(ks_gcra_redis_apply(k, &fk, T0, &ga, &gr, &gerr), KS_OK);
+    cr_assert(gr.store && gr.new_tat < 0);
     /* Counters. */
     struct ks_key c = kk(k, "counter", 7);
     int64_t out;
@@ -447,6 +454,10 @@ Test(snap, round_trip_every_kind_of_state)
     cr_assert_eq(ks_get(fresh, &k, SAVE_AT, &v), KS_GCRA);
     cr_expect_eq(v.i, T0 + 32 * SEC);
     cr_expect_eq(ks_ttl_ns(fresh, &k, SAVE_AT), 30 * SEC);
+    k = kk(fresh, "far", 3);
+    cr_assert_eq(ks_get(fresh, &k, SAVE_AT, &v), KS_GCRA);
+    cr_expect_eq(v.i, -(T0 / 1000 + 999999999999000064LL));
+    cr_expect_eq(ks_ttl_ns(fresh, &k, SAVE_AT), -1);
     k = kk(fresh, "counter", 7);
     cr_assert_eq(ks_get(fresh, &k, SAVE_AT, &v), KS_INT);
     cr_expect_eq(v.i, 42);
@@ -560,9 +571,9 @@ Test(snap, expired_state_is_skipped_on_write)
     struct snap_info info;
     cr_assert_eq(snap_read(path, NULL, NULL, &info, err, sizeof(err)), 0, "%s", err);
     cr_expect_eq(info.records, LIVE_AT_SAVE);
-    /* GCRA: user123, mid, hourly + bulk; short expired. Counters: counter, min, max, ttl3,
+    /* GCRA: user123, mid, hourly, far + bulk; short expired. Counters: counter, min, max, ttl3,
      * long key; gone expired. Strings: "", empty, bin, big, soon. Logs: alice, bob; eve gone. */
-    cr_expect_eq(info.by_type[KS_GCRA], 3 + BULK);
+    cr_expect_eq(info.by_type[KS_GCRA], 4 + BULK);
     cr_expect_eq(info.by_type[KS_INT], 5);
     cr_expect_eq(info.by_type[KS_RAW], 5);
     cr_expect_eq(info.by_type[KS_SWLOG], 2);
