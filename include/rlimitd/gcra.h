@@ -25,6 +25,8 @@ struct gcra_result {
     int64_t reset_after; /* seconds, rounded up at ms granularity */
     int store;           /* 1 if the caller must store new_tat (and expire the key at it) */
     int64_t new_tat;     /* valid when store is 1 */
+    int64_t wait_ns;     /* exactly how long until the same request would pass: 0 when allowed,
+                          * -1 when it never can (retry_after -1), INT64_MAX past int64 ns */
 };
 
 /* Validates the numeric arguments (already parsed as integers) and derives the limits.

@@ -88,6 +88,15 @@ int ks_gcra_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
 int ks_gcra_redis_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
                         const struct gcra_redis_args *a, struct gcra_result *r, const char **err);
 
+/* GCRA state read and written apart, for a decision over several keys (THROTTLE.ALL):
+ * ks_gcra_read sets *has and *tat (the stored TAT, gcra.h) as gcra_step takes them, KS_OK or
+ * KS_WRONGTYPE; ks_gcra_write stores tat with expiry at it (gcra_tat_expire), KS_OK,
+ * KS_WRONGTYPE or KS_OOM (a new key over maxmemory: a caller writing several keys asks
+ * ks_over_maxmemory first, so that none or all are written). */
+int ks_gcra_read(struct keyspace *ks, const struct ks_key *key, int64_t now, int *has,
+                 int64_t *tat);
+int ks_gcra_write(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t tat);
+
 /* One ISALLOWED on key: records an attempt at now (ms) in the window log, sets *allowed, and
  * expires the key period_ms after the newest attempt. If in_window is not NULL and the attempt
  * was allowed, *in_window is the number of attempts now in the window, this one included.

@@ -116,6 +116,8 @@ typedef struct RedisModuleCommandInfo {
     X(RedisModuleType *, CreateDataType,                                                           \
       (RedisModuleCtx * ctx, const char *name, int encver, RedisModuleTypeMethods *typemethods))  \
     X(int, GetContextFlags, (RedisModuleCtx * ctx))                                                \
+    X(int, IsKeysPositionRequest, (RedisModuleCtx * ctx))                                          \
+    X(void, KeyAtPos, (RedisModuleCtx * ctx, int pos))                                             \
     X(void, Log, (RedisModuleCtx * ctx, const char *level, const char *fmt, ...))                  \
     X(RedisModuleKey *, OpenKey, (RedisModuleCtx * ctx, RedisModuleString * name, int mode))       \
     X(void, CloseKey, (RedisModuleKey * key))                                                      \

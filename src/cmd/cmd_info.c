@@ -429,7 +429,8 @@ static void sec_keyspace(struct info *in)
 static void sec_limiter(struct info *in)
 {
     struct cmd_env *env = in->env;
-    static const char *const names[LIM_COUNT] = {"throttle", "gcra", "isallowed"};
+    static const char *const names[LIM_COUNT] = {"throttle", "gcra", "isallowed",
+                                                 "throttle_all"};
     for (int k = 0; k < LIM_COUNT; k++) {
         const char *limited = k == LIM_ISALLOWED ? "denied" : "limited";
         add(in->b, "%s_allowed:%" PRIu64, names[k],

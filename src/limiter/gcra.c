@@ -123,6 +123,7 @@ int gcra_step(const struct gcra_limits *l, int64_t now_ns, int has_tat, int64_t 
     r->remaining = remaining_of(l, ttl);
     /* A request larger than the whole tolerance can never succeed: no retry time (COMMANDS.md, CL.THROTTLE). */
     r->retry_after = limited && l->inc <= l->dvt ? gcra_ceil_seconds(wait) : -1;
+    r->wait_ns = !limited ? 0 : l->inc <= l->dvt ? wait : -1;
     r->reset_after = gcra_ceil_seconds(ttl);
     /* A limited call changes nothing; a peek (quantity 0) must not create a key (COMMANDS.md, CL.THROTTLE) and
      * on an existing key would store the TAT it already has. */

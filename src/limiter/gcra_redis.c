@@ -141,9 +141,16 @@ int gcra_redis_step(const struct gcra_redis_args *a, int64_t now_ns, int has_tat
     r->limited = now < allow_at;
     r->limit = a->capacity;
     r->retry_after = -1;
+    r->wait_ns = 0;
     if (r->limited) {
-        if (inc <= dvt)
+        r->wait_ns = -1;
+        if (inc <= dvt) {
             r->retry_after = ceil_seconds(allow_at - now);
+            /* From the clock's own nanoseconds: now was floored to the microsecond. */
+            r->wait_ns = allow_at - now > INT64_MAX / NS_PER_US - 1
+                             ? INT64_MAX
+                             : (allow_at - now) * NS_PER_US - now_ns % NS_PER_US;
+        }
         ttl = tat - now;
     } else {
         ttl = new_tat - now;

@@ -13,21 +13,12 @@
 #include "module_stats.h"
 
 #include <string.h>
-#include <time.h>
 
 #include "rlimitd/gcra.h"
 #include "rlimitd/gcra_redis.h"
 #include "rlimitd/isallowed.h"
 
 int64_t rl_window_max_count = ISALLOWED_DEFAULT_MAX_COUNT;
-
-/* COMMANDS.md, CL.THROTTLE: the wall clock, read once per command. */
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* The five integers of both GCRA commands. */
 static int reply_gcra(RedisModuleCtx *ctx, const struct gcra_result *r)
@@ -38,16 +29,6 @@ static int reply_gcra(RedisModuleCtx *ctx, const struct gcra_result *r)
     RedisModule_ReplyWithLongLong(ctx, r->remaining);
     RedisModule_ReplyWithLongLong(ctx, r->retry_after);
     return RedisModule_ReplyWithLongLong(ctx, r->reset_after);
-}
-
-/* Stores the new TAT and replicates it as the SET that wrote it (floor_ms: GCRA's expiry). */
-static void store_gcra(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleString *name,
-                       int64_t tat, int floor_ms)
-{
-    int64_t ms = rl_gcra_store(ctx, key, tat, floor_ms);
-    char text[GCRA_TAT_TEXT_MAX];
-    size_t n = gcra_tat_format(text, tat);
-    RedisModule_Replicate(ctx, "SET", "sbcl", name, text, n, "PXAT", (long long)ms);
 }
 
 /* What both GCRA commands do after their step (rc, err: its result): on an error close the key
@@ -61,27 +42,12 @@ static int finish_gcra(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleStri
         return rl_reply_err(ctx, err);
     }
     if (r->store)
-        store_gcra(ctx, key, name, r->new_tat, lim == RL_LIM_GCRA);
+        rl_gcra_store_replicate(ctx, key, name, r->new_tat, lim == RL_LIM_GCRA);
     RedisModule_CloseKey(key);
     size_t klen;
     const char *kname = RedisModule_StringPtrLen(name, &klen);
     rl_stats_count(lim, kname, klen, !r->limited, r->remaining <= r->limit / 10);
     return reply_gcra(ctx, r);
-}
-
-/* The key opened for writing when it is empty (*has 0) or holds GCRA state (*has 1, its TAT
- * in *tat); NULL, the key closed, when it holds anything else (the caller replies WRONGTYPE). */
-static RedisModuleKey *open_gcra_key(RedisModuleCtx *ctx, RedisModuleString *name, int *has,
-                                     int64_t *tat)
-{
-    RedisModuleKey *key = RedisModule_OpenKey(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE);
-    enum rl_kind kind = rl_key_kind(key);
-    *has = kind == RL_GCRA;
-    *tat = 0;
-    if (kind == RL_EMPTY || (kind == RL_GCRA && rl_gcra_tat(key, tat) == 0))
-        return key;
-    RedisModule_CloseKey(key);
-    return NULL;
 }
 
 int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
@@ -100,11 +66,11 @@ int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
     int has;
     int64_t tat;
-    RedisModuleKey *key = open_gcra_key(ctx, argv[1], &has, &tat);
+    RedisModuleKey *key = rl_gcra_open(ctx, argv[1], &has, &tat);
     if (key == NULL)
         return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
     struct gcra_result r;
-    int rc = gcra_step(&l, now_ns(), has, tat, &r, &err);
+    int rc = gcra_step(&l, rl_now_ns(), has, tat, &r, &err);
     return finish_gcra(ctx, key, argv[1], RL_LIM_THROTTLE, rc, &r, err);
 }
 
@@ -125,11 +91,11 @@ int rl_cmd_gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
     int has;
     int64_t tat;
-    RedisModuleKey *key = open_gcra_key(ctx, argv[1], &has, &tat);
+    RedisModuleKey *key = rl_gcra_open(ctx, argv[1], &has, &tat);
     if (key == NULL)
         return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
     struct gcra_result r;
-    int rc = gcra_redis_step(&a, now_ns(), has, tat, &r, &err);
+    int rc = gcra_redis_step(&a, rl_now_ns(), has, tat, &r, &err);
     return finish_gcra(ctx, key, argv[1], RL_LIM_GCRA, rc, &r, err);
 }
 
@@ -176,7 +142,7 @@ int rl_cmd_isallowed(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         RedisModule_FreeString(ctx, name);
         return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
     }
-    int64_t now_ms = now_ns() / 1000000;
+    int64_t now_ms = rl_now_ns() / 1000000;
     int64_t cutoff = now_ms - period_ms, newest;
     int allowed = rl_wlog_push(key, cutoff, max_count, now_ms, period_ms, &newest);
     /* Allowed: the log holds exactly the window's attempts (the daemon's near_limit rule). */

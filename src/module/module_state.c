@@ -72,6 +72,28 @@ int rl_gcra_tat(RedisModuleKey *key, int64_t *tat)
     return p != NULL ? gcra_tat_parse(p, len, tat) : -1;
 }
 
+RedisModuleKey *rl_gcra_open(RedisModuleCtx *ctx, RedisModuleString *name, int *has,
+                             int64_t *tat)
+{
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE);
+    enum rl_kind kind = rl_key_kind(key);
+    *has = kind == RL_GCRA;
+    *tat = 0;
+    if (kind == RL_EMPTY || (kind == RL_GCRA && rl_gcra_tat(key, tat) == 0))
+        return key;
+    RedisModule_CloseKey(key);
+    return NULL;
+}
+
+void rl_gcra_store_replicate(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleString *name,
+                             int64_t tat, int floor_ms)
+{
+    int64_t ms = rl_gcra_store(ctx, key, tat, floor_ms);
+    char text[GCRA_TAT_TEXT_MAX];
+    size_t n = gcra_tat_format(text, tat);
+    RedisModule_Replicate(ctx, "SET", "sbcl", name, text, n, "PXAT", (long long)ms);
+}
+
 int64_t rl_gcra_store(RedisModuleCtx *ctx, RedisModuleKey *key, int64_t tat, int floor_ms)
 {
     char text[GCRA_TAT_TEXT_MAX];

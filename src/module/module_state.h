@@ -24,6 +24,14 @@ int rl_gcra_tat(RedisModuleKey *key, int64_t *tat);
  * ms: rounded down (floor_ms: GCRA, as Redis) or up (CL.THROTTLE). Returns that expiry (ms
  * since the epoch), for SET ... PXAT. */
 int64_t rl_gcra_store(RedisModuleCtx *ctx, RedisModuleKey *key, int64_t tat, int floor_ms);
+/* rl_gcra_store, then the effect propagated as Redis's GCRA propagates it: SET name tat PXAT
+ * ms (replicas and the AOF get the primary's bytes and expiry). */
+void rl_gcra_store_replicate(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleString *name,
+                             int64_t tat, int floor_ms);
+/* The key opened for writing when it is empty (*has 0) or holds GCRA state (*has 1, its TAT
+ * in *tat); NULL, the key closed, when it holds anything else (the caller replies WRONGTYPE). */
+RedisModuleKey *rl_gcra_open(RedisModuleCtx *ctx, RedisModuleString *name, int *has,
+                             int64_t *tat);
 
 /* The log at key (RL_WLOG), or NULL for an empty key. */
 struct swlog *rl_wlog_get(RedisModuleKey *key);

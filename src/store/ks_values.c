@@ -63,6 +63,33 @@ int ks_gcra_redis_apply(struct keyspace *ks, const struct ks_key *key, int64_t n
     return gcra_store(ks, sh, key, i, r);
 }
 
+int ks_gcra_read(struct keyspace *ks, const struct ks_key *key, int64_t now, int *has,
+                 int64_t *tat)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    *has = 0;
+    *tat = 0;
+    if (i < 0)
+        return KS_OK;
+    const uint8_t *e = slot_entry(sh, (uint64_t)i);
+    if (e_type(e) != KS_GCRA)
+        return KS_WRONGTYPE;
+    *has = 1;
+    *tat = e_val(e);
+    return KS_OK;
+}
+
+int ks_gcra_write(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t tat)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    if (i >= 0 && e_type(slot_entry(sh, (uint64_t)i)) != KS_GCRA)
+        return KS_WRONGTYPE;
+    struct gcra_result r = {.store = 1, .new_tat = tat};
+    return gcra_store(ks, sh, key, i, &r);
+}
+
 enum ks_type ks_get(struct keyspace *ks, const struct ks_key *key, int64_t now, struct ks_value *v)
 {
     struct shard *sh = shard_of(ks, key);

@@ -13,7 +13,7 @@
 
 #include <criterion/criterion.h>
 
-enum { MAX_ARGS = 16, ARG_BYTES = 256 };
+enum { MAX_ARGS = 40, ARG_BYTES = 256 };
 
 struct argv_buf {
     int argc;
@@ -235,6 +235,30 @@ static int model_step(struct lc_model *m, const struct lc_case *cs, int step, co
         int rc = lm_gcra_check(&k->g, arg_int(a, 2), arg_int(a, 3), arg_int(a, 4), q, before, after,
                                v, why, sizeof why);
         cr_assert(rc == 0, "%s step %d: %s\n  %s", cs->name, step, line, why);
+        return 1;
+    }
+    if (a->argc >= 8 && is_cmd(a, "THROTTLE.ALL", a->argc) && r->type == REDIS_REPLY_ARRAY) {
+        /* Each limit's five integers are what CL.THROTTLE answers for it after the decision: its
+         * own call when admitted or when it refused, a peek (quantity 0) when another refused.
+         * So the CL.THROTTLE model checks each, with the time measured around the call. */
+        int n = (int)arg_int(a, 1);
+        cr_assert(r->elements == (size_t)(3 + n), "%s step %d: %s: %zu elements", cs->name, step,
+                  line, r->elements);
+        int refused = r->element[0]->integer != 0;
+        for (int i = 0; i < n; i++) {
+            const redisReply *e = r->element[3 + i];
+            cr_assert(e->type == REDIS_REPLY_ARRAY && e->elements == 5, "%s step %d: %s: limit %d",
+                      cs->name, step, line, i);
+            long long v[5];
+            for (int j = 0; j < 5; j++)
+                v[j] = e->element[j]->integer;
+            int at = 2 + n + 5 * i; /* LIMIT max_burst count period quantity */
+            int64_t q = refused && !v[0] ? 0 : arg_int(a, at + 4);
+            struct lc_key *k = find_key(m, a->argv[2 + i], a->lens[2 + i], 0, 1);
+            int rc = lm_gcra_check(&k->g, arg_int(a, at + 1), arg_int(a, at + 2),
+                                   arg_int(a, at + 3), q, before, after, v, why, sizeof why);
+            cr_assert(rc == 0, "%s step %d: %s\n  limit %d: %s", cs->name, step, line, i, why);
+        }
         return 1;
     }
     if ((is_cmd(a, "GCRA", 5) || is_cmd(a, "GCRA", 7)) && r->type == REDIS_REPLY_ARRAY &&

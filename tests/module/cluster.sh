@@ -19,6 +19,8 @@
 #      still equals it afterwards
 #   7. resharding: a slot holding module keys MIGRATEd to another primary keeps the exact state
 #      and the limiters continue there                        (cluster_check.py migrate)
+#   9. (run before 8) issue 31's commands: THROTTLE.ALL routed by a hash tag with exact replies,
+#      CROSSSLOT for keys in two slots                         (cluster_check.py limits)
 #   8. at the end every replica still equals its primary, and no node crashed
 #
 # Environment:
@@ -491,6 +493,10 @@ fi
 
 # ============ 7. resharding: MIGRATE a slot of module keys ============
 py migrate "$BASE"
+
+# ============ 9. THROTTLE.ALL (issue 31) in the cluster ============
+# Before the end state, so that check 8 compares the replicas of these keys too.
+py limits "$BASE"
 
 # ============ 8. the end state ============
 if wait_cluster_ok 30; then

@@ -629,6 +629,58 @@ def cmd_migrate(seed):
           "leaves 6 of 10, 3rd and 4th ISALLOWED (max 3) give 1, 0", show(bad) or why)
 
 
+# ---- check 9: issue 31's commands in the cluster ----
+
+def keys_in_slot_of(prefix, tag, n):
+    return [f"{prefix}:{{{tag}}}:{i}" for i in range(n)]
+
+
+def cmd_limits(seed):
+    # After check 7's SETSLOT every node must have learnt the slot's new owner first.
+    why = wait_sync(seed)
+    if why:
+        note(f"not in sync before check 9: {why}")
+    sh = shards(seed)
+    # 9.1 THROTTLE.ALL with a hash tag: sent to the slot's owner, exact replies
+    # (the LLM gateway example of COMMANDS.md), nothing taken when refused.
+    rpm, tpm = "lim:{gw}:rpm", "lim:{gw}:tpm"
+    call = ["THROTTLE.ALL", 2, rpm, tpm, "LIMIT", 2, 3, 3600, 1, "LIMIT", 99, 100, 3600, 40]
+    # Sent to the slot's owner as CLUSTER NODES says (redis-py 4.3 cannot route a movablekeys
+    # module command itself); a node that does not own it answers MOVED, as for any command.
+    prim = owner(sh, key_slot(rpm.encode()))
+    other = next(p for p, _, _ in sh if p != prim)
+    try:
+        node(other).execute_command(*call)
+        moved = "no MOVED"
+    except redis.exceptions.ResponseError as e:
+        moved = str(e)
+    got = [node(prim).execute_command(*call) for _ in range(3)]
+    want = [[0, -1, -1, [0, 3, 2, -1, 1200], [0, 100, 60, -1, 1440]],
+            [0, -1, -1, [0, 3, 1, -1, 2400], [0, 100, 20, -1, 2880]],
+            [1, 1, 720, [0, 3, 1, -1, 2400], [1, 100, 20, 720, 2880]]]
+    slot = key_slot(rpm.encode())
+    where = [p for p, _, _ in sh if node(p).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot)]
+    check("9.1", got == want and where == [prim] and moved.startswith("MOVED"),
+          f"THROTTLE.ALL over 2 keys of one slot: {other} answers {moved}; on the owner {prim} "
+          f"exact replies, nothing taken when refused", f"got {got}, keys on {where}, {moved}")
+    # 9.2 keys in different slots: every node refuses them with Redis Cluster's own error.
+    a, b = "lim:a", "lim:b"
+    bad = []
+    if key_slot(a.encode()) == key_slot(b.encode()):
+        bad.append("test keys share a slot")
+    for p, _, _ in sh:
+        try:
+            r = node(p).execute_command("THROTTLE.ALL", 2, a, b, "LIMIT", 1, 1, 60, 1,
+                                        "LIMIT", 1, 1, 60, 1)
+            bad.append(f"{p} answered {r}")
+        except redis.exceptions.ResponseError as e:
+            if str(e) != "Keys in request don't hash to the same slot" and \
+                    not str(e).startswith("CROSSSLOT"):
+                bad.append(f"{p}: {e}")
+    check("9.2", not bad, "THROTTLE.ALL over keys of two slots: -CROSSSLOT Keys in request "
+          "don't hash to the same slot, on every node", show(bad))
+
+
 def cmd_compare(num, what, old_file, new_file, slack):
     with open(old_file) as f:
         old = json.load(f)
@@ -653,6 +705,8 @@ def main(argv):
         cmd_failover(int(args[0]))
     elif cmd == "migrate":
         cmd_migrate(int(args[0]))
+    elif cmd == "limits":
+        cmd_limits(int(args[0]))
     elif cmd == "snapshot":
         with open(args[1], "w") as f:
             json.dump(snapshot(int(args[0])), f, indent=0, sort_keys=True)
