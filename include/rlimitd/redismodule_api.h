@@ -138,6 +138,8 @@ typedef struct RedisModuleCommandInfo {
     X(int, ReplyWithSimpleString, (RedisModuleCtx * ctx, const char *msg))                         \
     X(int, ReplyWithArray, (RedisModuleCtx * ctx, long len))                                       \
     X(int, ReplyWithLongLong, (RedisModuleCtx * ctx, long long ll))                                \
+    X(int, ReplyWithNull, (RedisModuleCtx * ctx))                                                  \
+    X(int, DeleteKey, (RedisModuleKey * key))                                                      \
     X(int, ReplyWithStringBuffer, (RedisModuleCtx * ctx, const char *buf, size_t len))             \
     X(int, RegisterInfoFunc, (RedisModuleCtx * ctx, RedisModuleInfoFunc cb))                       \
     X(int, InfoAddSection, (RedisModuleInfoCtx * ctx, const char *name))                           \

@@ -16,6 +16,8 @@
  * nothing calls this file. */
 #include "module_cmds.h"
 #include "module_effects.h"
+#include "module_lease.h"
+#include "module_lease_state.h"
 #include "module_multi.h"
 #include "module_state.h"
 #include "module_stats.h"
@@ -78,6 +80,19 @@ static const struct rl_command commands[] = {
      "Internal: records one window-log attempt (replication and AOF)", 1},
     {"rlimit.logset", rl_cmd_logset, "write deny-oom", 3,
      "Internal: sets a whole window log (AOF rewrite)", 1},
+    {"lease.acquire", rl_cmd_lease_acquire, "write deny-oom fast", -4,
+     "Takes one of limit concurrent leases for ttl_ms: its id, or nil when all are held", 1},
+    {"lease.release", rl_cmd_lease_release, "write fast", 3,
+     "Gives a lease back: 1, or 0 when it was not held", 1},
+    {"lease.renew", rl_cmd_lease_renew, "write fast", 4,
+     "Moves a held lease's expiry to ttl_ms from now: 1, or 0 when it was not held", 1},
+    {"lease.count", rl_cmd_lease_count, "readonly fast", 2, "The leases held on a key", 1},
+    {"rlimit.leaseput", rl_cmd_leaseput, "write deny-oom fast", 5,
+     "Internal: adds or re-times a lease (replication and AOF)", 1},
+    {"rlimit.leasedel", rl_cmd_leasedel, "write fast", 4,
+     "Internal: removes a lease (replication and AOF)", 1},
+    {"rlimit.leaseset", rl_cmd_leaseset, "write deny-oom", 3,
+     "Internal: sets a whole lease set (AOF rewrite)", 1},
 };
 
 /* GCRA is registered only where the server has no command of that name: Redis's own GCRA (its
@@ -138,7 +153,7 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (parse_args(ctx, argv, argc, &window_max_count, &top_size) != REDISMODULE_OK)
         return REDISMODULE_ERR;
     RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
-    if (rl_types_create(ctx) != REDISMODULE_OK)
+    if (rl_types_create(ctx) != REDISMODULE_OK || rl_lease_type_create(ctx) != REDISMODULE_OK)
         return REDISMODULE_ERR;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (create_command(ctx, &commands[i]) != REDISMODULE_OK)

@@ -73,6 +73,8 @@ void rl_info(RedisModuleInfoCtx *ctx, int for_crash_report)
                                       stats.allowed[RL_LIM_THROTTLE_ALL]);
     RedisModule_InfoAddFieldULongLong(ctx, "throttle_all_limited",
                                       stats.limited[RL_LIM_THROTTLE_ALL]);
+    RedisModule_InfoAddFieldULongLong(ctx, "lease_acquired", stats.allowed[RL_LIM_LEASE]);
+    RedisModule_InfoAddFieldULongLong(ctx, "lease_full", stats.limited[RL_LIM_LEASE]);
     RedisModule_InfoAddFieldULongLong(ctx, "near_limit", stats.near);
     RedisModule_InfoAddFieldULongLong(ctx, "limiter_keys", v > 0 ? (unsigned long long)v : 0);
 }

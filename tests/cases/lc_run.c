@@ -336,6 +336,8 @@ void lc_run(redisContext *c, const struct lc_case *cs, enum lc_target target)
     char got[1024];
     static struct lc_model m; /* big; one case runs at a time in a worker */
     m.n = 0;
+    char last_bulk[ARG_BYTES] = "";
+    size_t last_len = 0;
     int64_t span_start = lm_now_ns();
     /* LC_STEP_DELAY_MS=N: a pause before every step, to try the model on a "slow machine". */
     const char *delay_env = getenv("LC_STEP_DELAY_MS");
@@ -367,12 +369,22 @@ void lc_run(redisContext *c, const struct lc_case *cs, enum lc_target target)
         }
         const char *want = target == LC_MODULE && s->want_module ? s->want_module : s->want;
         split(s->cmd, &a);
+        /* "$LAST": the last bulk string a step got (a lease id). */
+        for (int k = 0; k < a.argc; k++)
+            if (a.lens[k] == 5 && memcmp(a.argv[k], "$LAST", 5) == 0) {
+                memcpy(a.bytes[k], last_bulk, last_len);
+                a.lens[k] = last_len;
+            }
         if (delay > 0)
             sleep_ms(delay);
         int64_t before = lm_now_ns();
         redisReply *r = command(c, &a, s->cmd);
         int64_t after = lm_now_ns();
         lc_format(r, got, sizeof got);
+        if (r->type == REDIS_REPLY_STRING && r->len < sizeof last_bulk) {
+            memcpy(last_bulk, r->str, r->len);
+            last_len = r->len;
+        }
         long long expirable = 0; /* tracked keys that may have expired by now */
         for (int k = 0; k < m.n; k++)
             expirable += may_have_expired(&m.keys[k], after);
