@@ -55,14 +55,16 @@ static int check_snapshot(const char *path)
     printf("%s: valid rlimitd snapshot, format version %u, %llu bytes\n"
            "created: %lld (unix seconds)\n"
            "records: %llu (gcra %llu, counters %llu, strings %llu, window logs %llu with %llu "
-           "timestamps, sorted sets %llu with %llu members, hashes %llu, lists %llu)\n",
+           "timestamps, sorted sets %llu with %llu members, hashes %llu, lists %llu, lease "
+           "sets %llu with %llu leases)\n",
            path, info.version, (unsigned long long)info.bytes,
            (long long)(info.created_ns / 1000000000), (unsigned long long)info.records,
            (unsigned long long)info.by_type[KS_GCRA], (unsigned long long)info.by_type[KS_INT],
            (unsigned long long)info.by_type[KS_RAW], (unsigned long long)info.by_type[KS_SWLOG],
            (unsigned long long)info.timestamps, (unsigned long long)info.by_type[KS_ZSET],
            (unsigned long long)info.zmembers, (unsigned long long)info.by_type[KS_HASH],
-           (unsigned long long)info.by_type[KS_LIST]);
+           (unsigned long long)info.by_type[KS_LIST], (unsigned long long)info.by_type[KS_LEASE],
+           (unsigned long long)info.leases);
     return 0;
 }
 

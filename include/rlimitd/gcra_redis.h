@@ -8,7 +8,8 @@
  *
  * One state per key: the stored value is CL.THROTTLE's TAT in nanoseconds. GCRA reads it rounded
  * up to a whole microsecond (never earlier than CL.THROTTLE's own reading) and writes whole
- * microseconds times 1000, which CL.THROTTLE reads exactly. */
+ * microseconds times 1000, which CL.THROTTLE reads exactly; a TAT past the nanoseconds' end
+ * (2262) in microseconds instead (gcra.h, "the stored TAT"). */
 #ifndef RLIMITD_GCRA_REDIS_H
 #define RLIMITD_GCRA_REDIS_H
 
@@ -51,11 +52,11 @@ int gcra_redis_parse(int argc, const char *const *argv, const size_t *lens,
  * at least 1 (Redis computes it in double precision; so does this, for the same values). */
 int64_t gcra_redis_interval_us(const struct gcra_redis_args *a);
 
-/* One GCRA decision at now_ns. has_tat says whether the key holds GCRA state; tat_ns is its TAT
- * (ignored otherwise). Returns 0 with *r filled (r->limit is the capacity; r->new_tat is in ns,
- * a whole number of microseconds, to store with expiry at it when r->store), or -1 with *err one
- * of the overflow texts above: either product EI·TOKENS, EI·capacity, or max(now, TAT) + inc,
- * which must also stay a representable nanosecond TAT (before the year 2262). */
+/* One GCRA decision at now_ns. has_tat says whether the key holds GCRA state; tat_ns is its
+ * stored TAT (gcra.h; ignored otherwise). Returns 0 with *r filled (r->limit is the capacity;
+ * r->new_tat the stored form of a whole number of microseconds, to store with expiry at
+ * gcra_tat_expire of it when r->store), or -1 with *err one of the overflow texts above: either
+ * product EI·TOKENS, EI·capacity, or max(now, TAT) + inc in microseconds, as Redis checks them. */
 int gcra_redis_step(const struct gcra_redis_args *a, int64_t now_ns, int has_tat, int64_t tat_ns,
                     struct gcra_result *r, const char **err);
 

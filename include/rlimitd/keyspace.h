@@ -34,6 +34,7 @@ enum ks_type {
     KS_ZSET,     /* a sorted set (zset.h) */
     KS_HASH,     /* a hash (hashval.h) */
     KS_LIST,     /* a list (listval.h) */
+    KS_LEASE,    /* concurrency leases (lease.h); TYPE says "rlim-leas" */
 };
 
 /* Results of the typed operations (negative = error). */
@@ -74,7 +75,7 @@ void ks_set_external_memory(struct keyspace *ks, uint64_t bytes);
 /* Live entries (may include expired ones not yet reclaimed) and those with an expiry. */
 uint64_t ks_key_count(const struct keyspace *ks);
 uint64_t ks_expires_count(const struct keyspace *ks);
-/* Live entries holding limiter state (KS_GCRA, KS_SWLOG), counted as ks_key_count is. */
+/* Live entries holding limiter state (KS_GCRA, KS_SWLOG, KS_LEASE), counted as ks_key_count is. */
 uint64_t ks_limiter_key_count(const struct keyspace *ks);
 
 /* ---- limiter state ---- */
@@ -88,6 +89,15 @@ int ks_gcra_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
 int ks_gcra_redis_apply(struct keyspace *ks, const struct ks_key *key, int64_t now,
                         const struct gcra_redis_args *a, struct gcra_result *r, const char **err);
 
+/* GCRA state read and written apart, for a decision over several keys (THROTTLE.ALL):
+ * ks_gcra_read sets *has and *tat (the stored TAT, gcra.h) as gcra_step takes them, KS_OK or
+ * KS_WRONGTYPE; ks_gcra_write stores tat with expiry at it (gcra_tat_expire), KS_OK,
+ * KS_WRONGTYPE or KS_OOM (a new key over maxmemory: a caller writing several keys asks
+ * ks_over_maxmemory first, so that none or all are written). */
+int ks_gcra_read(struct keyspace *ks, const struct ks_key *key, int64_t now, int *has,
+                 int64_t *tat);
+int ks_gcra_write(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t tat);
+
 /* One ISALLOWED on key: records an attempt at now (ms) in the window log, sets *allowed, and
  * expires the key period_ms after the newest attempt. If in_window is not NULL and the attempt
  * was allowed, *in_window is the number of attempts now in the window, this one included.
@@ -98,6 +108,28 @@ int ks_gcra_redis_apply(struct keyspace *ks, const struct ks_key *key, int64_t n
  * the lowest ranks beyond max_count + 1 are dropped, and the key expires period after now. */
 int ks_swlog_apply(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t period_ms,
                    int64_t max_count, int *allowed, int64_t *in_window);
+
+/* ---- concurrency leases (lease.h, COMMANDS.md, LEASE.*) ----
+ * A key's leases: each op first drops the leases expired at now; the key expires with its last
+ * lease and is deleted when its last lease is released. Each returns KS_OK, or KS_WRONGTYPE
+ * (another type under the key; nothing changed), ks_lease_acquire also KS_OOM (a new key over
+ * maxmemory). */
+
+/* The outcome of an op, for the reply, INFO limiter and waiters. */
+struct ks_lease_out {
+    int64_t id;        /* ACQUIRE: the new lease's id, 0 when full */
+    int64_t count;     /* live leases after the op */
+    int64_t next_free; /* when full: the earliest expiry (ns), when a slot frees by itself */
+    int done;          /* RELEASE/RENEW: 1 if the lease existed (and was released / renewed) */
+};
+int ks_lease_acquire(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t limit,
+                     int64_t ttl_ns, struct ks_lease_out *out);
+int ks_lease_release(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t id,
+                     struct ks_lease_out *out);
+int ks_lease_renew(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t id,
+                   int64_t ttl_ns, struct ks_lease_out *out);
+/* LEASE.COUNT: live leases at now, without writing (a read). */
+int ks_lease_count(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t *count);
 
 /* ---- strings and counters ---- */
 
@@ -287,6 +319,7 @@ size_t ks_expire_cycle(struct keyspace *ks, unsigned shard, int64_t now, size_t 
 /* ---- snapshots (the snapshot layer encodes; the keyspace only hands out and takes back) ---- */
 
 struct swlog;
+struct lease_set;
 
 /* One entry as the snapshot layer sees it. Pointers are valid during the callback only. */
 struct ks_record {
@@ -303,6 +336,7 @@ struct ks_record {
     const int64_t *ts;       /* KS_SWLOG (restore only): timestamps, oldest first */
     uint32_t nts;
     const struct zset *zs;   /* KS_ZSET (dump and restore; restore copies it) */
+    const struct lease_set *leases; /* KS_LEASE (dump and restore; restore copies it) */
 };
 
 /* Calls cb for every entry of the shard that is live at now (caller holds the shard lock).
@@ -346,7 +380,7 @@ int ks_bulk_add(struct keyspace *ks, const struct ks_record *r, int64_t now);
 void ks_bulk_end(struct keyspace *ks);
 
 /* Type names as TYPE and SCAN TYPE use them: "none", "string", "zset" (window logs too),
- * "hash", "list". */
+ * "hash", "list", "rlim-leas" (a lease set, named as rlimit.so's module type). */
 const char *ks_type_name(enum ks_type t);
 
 #endif

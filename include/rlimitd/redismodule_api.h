@@ -23,6 +23,7 @@
 
 /* KeyType answers used here. */
 #define REDISMODULE_KEYTYPE_EMPTY 0
+#define REDISMODULE_KEYTYPE_STRING 1
 #define REDISMODULE_KEYTYPE_MODULE 6
 
 /* GetExpire/GetAbsExpire when the key has no expiry. */
@@ -115,6 +116,8 @@ typedef struct RedisModuleCommandInfo {
     X(RedisModuleType *, CreateDataType,                                                           \
       (RedisModuleCtx * ctx, const char *name, int encver, RedisModuleTypeMethods *typemethods))  \
     X(int, GetContextFlags, (RedisModuleCtx * ctx))                                                \
+    X(int, IsKeysPositionRequest, (RedisModuleCtx * ctx))                                          \
+    X(void, KeyAtPos, (RedisModuleCtx * ctx, int pos))                                             \
     X(void, Log, (RedisModuleCtx * ctx, const char *level, const char *fmt, ...))                  \
     X(RedisModuleKey *, OpenKey, (RedisModuleCtx * ctx, RedisModuleString * name, int mode))       \
     X(void, CloseKey, (RedisModuleKey * key))                                                      \
@@ -125,6 +128,8 @@ typedef struct RedisModuleCommandInfo {
     X(int, ModuleTypeReplaceValue,                                                                 \
       (RedisModuleKey * key, RedisModuleType * mt, void *new_value, void **old_value))            \
     X(int, SetAbsExpire, (RedisModuleKey * key, mstime_t expire))                                  \
+    X(int, StringSet, (RedisModuleKey * key, RedisModuleString * str))                             \
+    X(char *, StringDMA, (RedisModuleKey * key, size_t *len, int mode))                             \
     X(mstime_t, GetAbsExpire, (RedisModuleKey * key))                                              \
     X(RedisModuleString *, CreateString, (RedisModuleCtx * ctx, const char *ptr, size_t len))      \
     X(void, FreeString, (RedisModuleCtx * ctx, RedisModuleString * str))                           \
@@ -133,6 +138,8 @@ typedef struct RedisModuleCommandInfo {
     X(int, ReplyWithSimpleString, (RedisModuleCtx * ctx, const char *msg))                         \
     X(int, ReplyWithArray, (RedisModuleCtx * ctx, long len))                                       \
     X(int, ReplyWithLongLong, (RedisModuleCtx * ctx, long long ll))                                \
+    X(int, ReplyWithNull, (RedisModuleCtx * ctx))                                                  \
+    X(int, DeleteKey, (RedisModuleKey * key))                                                      \
     X(int, ReplyWithStringBuffer, (RedisModuleCtx * ctx, const char *buf, size_t len))             \
     X(int, RegisterInfoFunc, (RedisModuleCtx * ctx, RedisModuleInfoFunc cb))                       \
     X(int, InfoAddSection, (RedisModuleInfoCtx * ctx, const char *name))                           \

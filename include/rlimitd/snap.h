@@ -11,7 +11,8 @@
 #include "rlimitd/buf.h"
 
 #define SNAP_MAGIC "RLIMSNAP"
-#define SNAP_VERSION 4u     /* written; 2 added sorted set records, 3 hash records, 4 lists */
+#define SNAP_VERSION 5u     /* written; 2 added sorted set records, 3 hash records, 4 lists,
+                             * 5 lease sets (and GCRA TATs in microseconds, negative) */
 #define SNAP_VERSION_MIN 1u /* oldest still read (no sorted sets) */
 
 /* Appends the encoding of r to out (r comes from ks_dump_shard). */
@@ -35,7 +36,8 @@ struct snap_info {
     uint32_t version;
     int64_t created_ns;
     uint64_t records;              /* in the file */
-    uint64_t by_type[KS_LIST + 1]; /* records per enum ks_type */
+    uint64_t by_type[KS_LEASE + 1]; /* records per enum ks_type */
+    uint64_t leases;               /* leases in the lease-set records */
     uint64_t timestamps;           /* window-log attempts in the file */
     uint64_t zmembers;             /* sorted-set members in the file */
     uint64_t bytes;                /* file size */

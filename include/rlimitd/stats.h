@@ -13,7 +13,8 @@ enum stats_err { ERRSTAT_ERR = 0, ERRSTAT_WRONGTYPE, ERRSTAT_NOAUTH, ERRSTAT_WRO
                  ERRSTAT_OOM, ERRSTAT_NOPROTO, ERRSTAT_EXECABORT, ERRSTAT_OTHER, ERRSTAT_COUNT };
 
 /* The limiters whose decisions INFO limiter and /metrics count. */
-enum stats_lim { LIM_THROTTLE = 0, LIM_GCRA, LIM_ISALLOWED, LIM_COUNT };
+enum stats_lim { LIM_THROTTLE = 0, LIM_GCRA, LIM_ISALLOWED, LIM_THROTTLE_ALL, LIM_LEASE,
+                 LIM_COUNT };
 
 struct cmd_stats {
     _Atomic uint64_t calls;

@@ -245,7 +245,7 @@ static void reply_keyspecs(struct rbuf *out, const struct cmd_def *d, const stru
     const char *flags = key_flags(d, m);
     if (d->flags & CMD_NUMKEYS) { /* EVAL: the count at argument 2, one key after another */
         reply_array(out, 1);
-        reply_spec(out, m, flags, 2, 1, 0, 1);
+        reply_spec(out, m, flags, CMD_NUMKEYS_ARG(d), 1, 0, 1);
         return;
     }
     if (d->first_key <= 0) {
@@ -511,14 +511,15 @@ static void command_getkeys(struct cmd_ctx *x, int with_flags)
     }
     const struct cmd_docs *m = docs_of(d);
     if (d->flags & CMD_NUMKEYS) {
-        /* numkeys keys after argument 2; a count that is not a whole number, is negative or
-         * runs past the arguments finds no keys, as in Redis. */
+        /* numkeys keys after its argument (2, or 1 for THROTTLE.ALL); a count that is not a
+         * whole number, is negative or runs past the arguments finds no keys, as in Redis. */
+        int at = CMD_NUMKEYS_ARG(d);
         int64_t nk;
-        if (util_parse_i64(argv[2], lens[2], &nk) != 0 || nk < 0 || nk > argc - 3)
+        if (util_parse_i64(argv[at], lens[at], &nk) != 0 || nk < 0 || nk > argc - at - 1)
             nk = 0;
         reply_array(x->out, nk);
         for (int64_t i = 0; i < nk; i++) {
-            int a = 3 + (int)i;
+            int a = at + 1 + (int)i;
             if (with_flags) {
                 reply_array(x->out, 2);
                 reply_bulk(x->out, argv[a], lens[a]);

@@ -425,14 +425,16 @@ static void sec_keyspace(struct info *in)
 }
 
 /* rlimitd's own section: the limiters' decisions (cmd_limiter.c), since the start or the last
- * CONFIG RESETSTAT; limiter_keys is the keys holding CL.THROTTLE or ISALLOWED state now. */
+ * CONFIG RESETSTAT; limiter_keys is the keys holding CL.THROTTLE, ISALLOWED or lease state now. */
 static void sec_limiter(struct info *in)
 {
     struct cmd_env *env = in->env;
-    static const char *const names[LIM_COUNT] = {"throttle", "gcra", "isallowed"};
+    static const char *const names[LIM_COUNT] = {"throttle", "gcra", "isallowed",
+                                                 "throttle_all", "lease"};
     for (int k = 0; k < LIM_COUNT; k++) {
-        const char *limited = k == LIM_ISALLOWED ? "denied" : "limited";
-        add(in->b, "%s_allowed:%" PRIu64, names[k],
+        /* A lease is acquired, or the set is full (the reply is nil). */
+        const char *limited = k == LIM_ISALLOWED ? "denied" : k == LIM_LEASE ? "full" : "limited";
+        add(in->b, "%s_%s:%" PRIu64, names[k], k == LIM_LEASE ? "acquired" : "allowed",
             stats_total(env, STATS_LIM_OFF(lim_allowed, k)));
         add(in->b, "%s_%s:%" PRIu64, names[k], limited,
             stats_total(env, STATS_LIM_OFF(lim_limited, k)));

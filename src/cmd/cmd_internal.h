@@ -26,10 +26,14 @@
 #define CMD_NO_MULTI 0x1000u  /* refused inside MULTI: SAVE would wait on the shard locks EXEC
                                * holds; SHUTDOWN as Redis */
 #define CMD_NUMKEYS 0x2000u   /* EVAL family: argv[2] counts the keys that follow it */
+#define CMD_NUMKEYS_AT1 0x4000u /* with CMD_NUMKEYS: argv[1] counts them (THROTTLE.ALL) */
 /* Denyoom in COMMAND, but the dispatcher's maxmemory gate lets it through: the limiters change
  * an existing key in place (never grow it) and the store refuses only a new key over maxmemory,
  * so a full server keeps answering for the limits it holds (CONFIG.md, maxmemory). */
 #define CMD_OOM_NEW_KEY_ONLY 0x10000u
+
+/* The argument that counts a CMD_NUMKEYS command's keys; the keys follow it. */
+#define CMD_NUMKEYS_ARG(d) ((d)->flags & CMD_NUMKEYS_AT1 ? 1 : 2)
 
 struct cmd_ctx {
     struct cmd_env *env;
@@ -93,8 +97,8 @@ struct cmd_def {
 
 /* The areas, in COMMAND's order; cmd_table.c joins their tables into one at the first lookup. */
 #define CMD_AREAS(X)                                                                              \
-    X(limit) X(string) X(key) X(hash) X(list) X(server) X(slowlog) X(info) X(command) X(tx)      \
-    X(limiter) X(zset) X(zset_read) X(zset_trim) X(zset_random) X(script)
+    X(limit) X(throttle_all) X(lease) X(string) X(key) X(hash) X(list) X(server) X(slowlog) X(info)      \
+    X(command) X(tx) X(limiter) X(zset) X(zset_read) X(zset_trim) X(zset_random) X(script)
 #define CMD_DECLARE_AREA(a)                                                                       \
     extern const struct cmd_def cmd_##a##_table[];                                                \
     extern const int cmd_##a##_count;
@@ -150,6 +154,9 @@ void reply_ks_error(struct rbuf *out, int rc);
  * it once per decision; near = allowed with at most 10% of the capacity left (each command
  * defines it, docs/COMMANDS.md "Observability"). The caller holds the key's shard lock. */
 void limiter_stats_count(struct cmd_ctx *x, enum stats_lim kind, int allowed, int near);
+/* The same, with the key LIMITER TOP counts when limited (THROTTLE.ALL's refusing limit). */
+void limiter_stats_count_key(struct cmd_ctx *x, enum stats_lim kind, int allowed, int near,
+                             const struct ks_key *key);
 /* The LIMITER TOP list, highest first: merges the I/O threads' sketches (cmd_limiter.c), then
  * calls fn for at most n keys (and at most limiter-top-size), holding no lock. */
 typedef void (*limiter_top_fn)(void *ud, const char *key, size_t len, uint64_t count);

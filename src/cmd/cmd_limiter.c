@@ -101,6 +101,12 @@ static uint32_t want_size(const struct cmd_env *env)
 
 void limiter_stats_count(struct cmd_ctx *x, enum stats_lim kind, int allowed, int near)
 {
+    limiter_stats_count_key(x, kind, allowed, near, x->nkeys > 0 ? &x->keys[0] : NULL);
+}
+
+void limiter_stats_count_key(struct cmd_ctx *x, enum stats_lim kind, int allowed, int near,
+                             const struct ks_key *key)
+{
     struct stats *st = x->s->stats;
     if (st != NULL) {
         if (allowed) {
@@ -112,7 +118,7 @@ void limiter_stats_count(struct cmd_ctx *x, enum stats_lim kind, int allowed, in
         }
     }
     struct limiter_top *top = x->env->top;
-    if (allowed || top == NULL || x->nkeys < 1)
+    if (allowed || top == NULL || key == NULL)
         return;
     int i = 0;
     while (i < x->env->nstats && i < CONF_MAX_THREADS && x->env->stats[i] != st)
@@ -123,7 +129,7 @@ void limiter_stats_count(struct cmd_ctx *x, enum stats_lim kind, int allowed, in
     uint32_t size = want_size(x->env);
     part_lock(p);
     part_fit(p, size);
-    topk_add_hashed(p->t, x->keys[0].p, x->keys[0].len, x->keys[0].hash);
+    topk_add_hashed(p->t, key->p, key->len, key->hash);
     pthread_spin_unlock(&p->lock);
 }
 

@@ -108,7 +108,8 @@ static void top_item(void *ud, const char *key, size_t len, uint64_t count)
 
 void cmd_metrics(struct cmd_env *env, struct rbuf *out)
 {
-    static const char *const cmds[LIM_COUNT] = {"cl.throttle", "gcra", "isallowed"};
+    static const char *const cmds[LIM_COUNT] = {"cl.throttle", "gcra", "isallowed",
+                                                "throttle.all", "lease.acquire"};
 
     family(out, "rlimitd_requests_total", "counter",
            "Limiter calls by command and decision (ISALLOWED's denied counts as limited).");

@@ -41,16 +41,19 @@ void cmd_run_thread_exit(void)
 int key_span(const struct cmd_def *d, int argc, char **argv, const size_t *lens,
              int *first, int *step)
 {
-    *first = d->flags & CMD_NUMKEYS ? 3 : d->first_key;
-    *step = d->flags & CMD_NUMKEYS ? 1 : d->step;
     if (d->flags & CMD_NUMKEYS) {
         /* An invalid count gives no keys; the handler replies the error. */
+        int at = CMD_NUMKEYS_ARG(d);
         int64_t nk;
-        if (argc >= 3 && util_parse_i64(argv[2], lens[2], &nk) == 0 && nk >= 0 &&
-            nk <= argc - 3)
+        *first = at + 1;
+        *step = 1;
+        if (argc > at && util_parse_i64(argv[at], lens[at], &nk) == 0 && nk >= 0 &&
+            nk <= argc - at - 1)
             return (int)nk;
         return 0;
     }
+    *first = d->first_key;
+    *step = d->step;
     if (d->first_key > 0) {
         int last = d->last_key < 0 ? argc + d->last_key : d->last_key;
         if (last >= argc)

@@ -15,8 +15,9 @@
 #include "rlimitd/util.h"
 
 
-/* A string value's bytes: KS_RAW as stored, KS_INT and KS_GCRA (its TAT, as GET shows it)
- * formatted into buf (at least 24 bytes). Returns 0, or KS_WRONGTYPE for the other types. */
+/* A string value's bytes: KS_RAW as stored, KS_INT and KS_GCRA (its TAT in ns, as GET shows it,
+ * gcra.h) formatted into buf (at least GCRA_TAT_TEXT_MAX bytes). Returns 0, or KS_WRONGTYPE for
+ * the other types. */
 static int string_bytes(const struct ks_value *v, char *buf, const char **p, size_t *len)
 {
     switch (v->type) {
@@ -25,8 +26,11 @@ static int string_bytes(const struct ks_value *v, char *buf, const char **p, siz
         *len = v->len;
         return 0;
     case KS_INT:
-    case KS_GCRA:
         *len = util_fmt_i64(buf, v->i);
+        *p = buf;
+        return 0;
+    case KS_GCRA:
+        *len = gcra_tat_format(buf, v->i);
         *p = buf;
         return 0;
     default:

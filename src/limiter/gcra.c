@@ -5,8 +5,10 @@
  * argument (COMMANDS.md, CL.THROTTLE, "Validation"). Valid input gives redis-cell's answers exactly. */
 #include "rlimitd/gcra.h"
 #include "rlimitd/clock.h"
+#include "rlimitd/util.h"
 
 #include <stddef.h>
+#include <string.h>
 
 
 int gcra_prepare(int64_t max_burst, int64_t count, int64_t period_s, int64_t quantity,
@@ -88,6 +90,11 @@ int gcra_step(const struct gcra_limits *l, int64_t now_ns, int has_tat, int64_t 
     int64_t new_tat, allow_at, ttl, wait = 0;
     int limited;
 
+    /* A microsecond TAT past 2262 (gcra.h, "the stored TAT"): nanoseconds cannot reach it. */
+    if (has_tat && tat < 0) {
+        *err = range_err;
+        return -1;
+    }
     /* A missing or passed TAT means the bucket is full: start from now. */
     if (!has_tat || tat < now_ns)
         tat = now_ns;
@@ -116,10 +123,41 @@ int gcra_step(const struct gcra_limits *l, int64_t now_ns, int has_tat, int64_t 
     r->remaining = remaining_of(l, ttl);
     /* A request larger than the whole tolerance can never succeed: no retry time (COMMANDS.md, CL.THROTTLE). */
     r->retry_after = limited && l->inc <= l->dvt ? gcra_ceil_seconds(wait) : -1;
+    r->wait_ns = !limited ? 0 : l->inc <= l->dvt ? wait : -1;
     r->reset_after = gcra_ceil_seconds(ttl);
     /* A limited call changes nothing; a peek (quantity 0) must not create a key (COMMANDS.md, CL.THROTTLE) and
      * on an existing key would store the TAT it already has. */
     r->store = !limited && l->inc != 0;
     r->new_tat = new_tat;
+    return 0;
+}
+
+/* ---- the stored TAT (gcra.h) ---- */
+
+int64_t gcra_tat_from_us(int64_t tat_us)
+{
+    return tat_us <= GCRA_TAT_NS_MAX_US ? tat_us * 1000 : -tat_us;
+}
+
+size_t gcra_tat_format(char *buf, int64_t v)
+{
+    if (v >= 0)
+        return util_fmt_i64(buf, v);
+    /* -v >= 1: at most 19 digits, then the three zeros of its nanoseconds. */
+    size_t n = util_fmt_i64(buf, -v);
+    memcpy(buf + n, "000", 3);
+    return n + 3;
+}
+
+int gcra_tat_parse(const char *s, size_t len, int64_t *v)
+{
+    int64_t n;
+    if (util_parse_i64(s, len, &n) == 0)
+        return n >= 1 ? (*v = n, 0) : -1;
+    /* Past int64: only the microsecond form, whose value in us is itself past the ns range. */
+    if (len < 4 || len > 22 || memcmp(s + len - 3, "000", 3) != 0 ||
+        util_parse_i64(s, len - 3, &n) != 0 || n <= GCRA_TAT_NS_MAX_US)
+        return -1;
+    *v = -n;
     return 0;
 }

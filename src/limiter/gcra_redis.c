@@ -11,9 +11,9 @@
  *   remaining   = floor((DVT - ttl) / EI) if DVT - ttl > -EI, else 0
  * Seconds are rounded up from whole microseconds in double precision, as Redis does.
  *
- * The state is CL.THROTTLE's nanosecond TAT (gcra_redis.h says how the two units meet). The one
- * thing that costs: a nanosecond TAT ends in the year 2262, where Redis's microsecond one ends
- * in 294,247, so a TAT beyond that is reported as the same overflow Redis reports at its end. */
+ * The state is CL.THROTTLE's nanosecond TAT (gcra_redis.h says how the two units meet). A TAT
+ * past the nanoseconds' end (2262) is kept in microseconds (gcra.h, "the stored TAT"), so every
+ * TAT Redis's microsecond arithmetic reaches is reached here too, up to its own end. */
 #include "rlimitd/gcra_redis.h"
 
 #include <string.h>
@@ -120,12 +120,19 @@ int gcra_redis_step(const struct gcra_redis_args *a, int64_t now_ns, int has_tat
         return -1;
     }
     now = now_ns / NS_PER_US;
-    /* Rounded up, so a CL.THROTTLE TAT between two microseconds is never read as earlier. A TAT
-     * at or before now (an absent key's, or one about to expire) counts as now: max(now, TAT). */
-    tat = has_tat ? tat_ns / NS_PER_US + (tat_ns % NS_PER_US > 0) : now;
+    /* Rounded up, so a CL.THROTTLE TAT between two microseconds is never read as earlier; a
+     * microsecond TAT (< 0) as it is. A TAT at or before now (an absent key's, or one about to
+     * expire) counts as now: max(now, TAT). */
+    if (!has_tat)
+        tat = now;
+    else if (tat_ns < 0)
+        tat = -tat_ns;
+    else
+        tat = tat_ns / NS_PER_US + (tat_ns % NS_PER_US > 0);
     if (tat < now)
         tat = now;
-    if (__builtin_add_overflow(tat, inc, &new_tat) || new_tat > INT64_MAX / NS_PER_US) {
+    /* Redis's one check of the sum: it must fit its microseconds. */
+    if (__builtin_add_overflow(tat, inc, &new_tat)) {
         *err = GCRA_REDIS_ERR_OVERFLOW_TOKENS;
         return -1;
     }
@@ -134,20 +141,26 @@ int gcra_redis_step(const struct gcra_redis_args *a, int64_t now_ns, int has_tat
     r->limited = now < allow_at;
     r->limit = a->capacity;
     r->retry_after = -1;
+    r->wait_ns = 0;
     if (r->limited) {
-        if (inc <= dvt)
+        r->wait_ns = -1;
+        if (inc <= dvt) {
             r->retry_after = ceil_seconds(allow_at - now);
+            /* From the clock's own nanoseconds: now was floored to the microsecond. */
+            r->wait_ns = allow_at - now > INT64_MAX / NS_PER_US - 1
+                             ? INT64_MAX
+                             : (allow_at - now) * NS_PER_US - now_ns % NS_PER_US;
+        }
         ttl = tat - now;
     } else {
         ttl = new_tat - now;
     }
-    /* ttl in [0, INT64_MAX / 1000] and dvt >= 0, so next cannot overflow; next <= dvt keeps
-     * remaining <= capacity. */
+    /* ttl >= 0 and dvt >= 0, so next cannot overflow; next <= dvt keeps remaining <= capacity. */
     next = dvt - ttl;
     r->remaining = next > -ei ? next / ei : 0;
     r->reset_after = ceil_seconds(ttl);
     /* TOKENS >= 1, so every allowed call moves the TAT. */
     r->store = !r->limited;
-    r->new_tat = new_tat * NS_PER_US;
+    r->new_tat = gcra_tat_from_us(new_tat);
     return 0;
 }

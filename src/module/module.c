@@ -16,6 +16,9 @@
  * nothing calls this file. */
 #include "module_cmds.h"
 #include "module_effects.h"
+#include "module_lease.h"
+#include "module_lease_state.h"
+#include "module_multi.h"
 #include "module_state.h"
 #include "module_stats.h"
 
@@ -60,19 +63,36 @@ struct rl_command {
     const char *flags;
     int arity; /* Redis's convention: N exactly, -N at least N (argv[0] counts) */
     const char *summary;
+    int keyed; /* 1: the key is argument 1; 0: the command reports its keys (getkeys-api) */
 };
 
 static const struct rl_command commands[] = {
     {"cl.throttle", rl_cmd_throttle, "write deny-oom fast", -5,
-     "GCRA rate limit: [limited, limit, remaining, retry_after, reset_after]"},
+     "GCRA rate limit: [limited, limit, remaining, retry_after, reset_after]", 1},
+    {"throttle.all", rl_cmd_throttle_all, "write deny-oom getkeys-api", -8,
+     "Several GCRA limits, one per key, taken from all or none: [limited, index, retry_after, "
+     "[5 integers per limit]]", 0},
     {"isallowed", rl_cmd_isallowed, "write deny-oom fast", 5,
-     "Sliding-window log: 1 if the attempt is within max_count in the last period"},
+     "Sliding-window log: 1 if the attempt is within max_count in the last period", 1},
     {"rlimit.settat", rl_cmd_settat, "write deny-oom fast", 3,
-     "Internal: sets GCRA state (replication and AOF)"},
+     "Internal: sets GCRA state (replication and AOF)", 1},
     {"rlimit.logpush", rl_cmd_logpush, "write deny-oom fast", 6,
-     "Internal: records one window-log attempt (replication and AOF)"},
+     "Internal: records one window-log attempt (replication and AOF)", 1},
     {"rlimit.logset", rl_cmd_logset, "write deny-oom", 3,
-     "Internal: sets a whole window log (AOF rewrite)"},
+     "Internal: sets a whole window log (AOF rewrite)", 1},
+    {"lease.acquire", rl_cmd_lease_acquire, "write deny-oom fast", -4,
+     "Takes one of limit concurrent leases for ttl_ms: its id, or nil when all are held", 1},
+    {"lease.release", rl_cmd_lease_release, "write fast", 3,
+     "Gives a lease back: 1, or 0 when it was not held", 1},
+    {"lease.renew", rl_cmd_lease_renew, "write fast", 4,
+     "Moves a held lease's expiry to ttl_ms from now: 1, or 0 when it was not held", 1},
+    {"lease.count", rl_cmd_lease_count, "readonly fast", 2, "The leases held on a key", 1},
+    {"rlimit.leaseput", rl_cmd_leaseput, "write deny-oom fast", 5,
+     "Internal: adds or re-times a lease (replication and AOF)", 1},
+    {"rlimit.leasedel", rl_cmd_leasedel, "write fast", 4,
+     "Internal: removes a lease (replication and AOF)", 1},
+    {"rlimit.leaseset", rl_cmd_leaseset, "write deny-oom", 3,
+     "Internal: sets a whole lease set (AOF rewrite)", 1},
 };
 
 /* GCRA is registered only where the server has no command of that name: Redis's own GCRA (its
@@ -80,7 +100,8 @@ static const struct rl_command commands[] = {
  * element per name asked, an array for a command and a nil for none. */
 static const struct rl_command gcra_command = {
     "gcra", rl_cmd_gcra, "write deny-oom fast", -5,
-    "GCRA rate limit, Redis's syntax: [limited, capacity, remaining, retry_after, reset_after]"};
+    "GCRA rate limit, Redis's syntax: [limited, capacity, remaining, retry_after, reset_after]",
+    1};
 
 static int server_has_command(RedisModuleCtx *ctx, const char *name)
 {
@@ -112,7 +133,8 @@ static int set_arity(RedisModuleCtx *ctx, const struct rl_command *c)
 
 static int create_command(RedisModuleCtx *ctx, const struct rl_command *c)
 {
-    if (RedisModule_CreateCommand(ctx, c->name, c->fn, c->flags, 1, 1, 1) != REDISMODULE_OK)
+    int k = c->keyed;
+    if (RedisModule_CreateCommand(ctx, c->name, c->fn, c->flags, k, k, k) != REDISMODULE_OK)
         return REDISMODULE_ERR;
     return set_arity(ctx, c);
 }
@@ -131,7 +153,7 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (parse_args(ctx, argv, argc, &window_max_count, &top_size) != REDISMODULE_OK)
         return REDISMODULE_ERR;
     RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
-    if (rl_types_create(ctx) != REDISMODULE_OK)
+    if (rl_types_create(ctx) != REDISMODULE_OK || rl_lease_type_create(ctx) != REDISMODULE_OK)
         return REDISMODULE_ERR;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (create_command(ctx, &commands[i]) != REDISMODULE_OK)
@@ -144,7 +166,7 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     /* RLIMIT.TOP reads no key: no key positions, and it runs while loading or stale. */
     static const struct rl_command top_cmd = {"rlimit.top", rl_cmd_top, "readonly fast", -1,
                                               "The keys limited most often, as [key, count] "
-                                              "pairs (LIMITER TOP)"};
+                                              "pairs (LIMITER TOP)", 0};
     if (RedisModule_CreateCommand(ctx, top_cmd.name, top_cmd.fn, top_cmd.flags, 0, 0, 0) !=
             REDISMODULE_OK ||
         set_arity(ctx, &top_cmd) != REDISMODULE_OK ||

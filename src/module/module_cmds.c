@@ -3,30 +3,22 @@
  * swlog.c, isallowed.c), on Redis keys.
  *
  * Replication carries effects, not commands: the primary decides with its own clock and
- * propagates what it stored (RLIMIT.SETTAT, RLIMIT.LOGPUSH, see module_effects.c), so replicas
- * and AOF replay hold the primary's exact state instead of recomputing with another clock.
- * Limited calls and peeks store nothing and so propagate nothing. */
+ * propagates what it stored (GCRA state as Redis's GCRA does, `SET key tat PXAT ms`; a window
+ * log's RLIMIT.LOGPUSH, see module_effects.c), so replicas and AOF replay hold the primary's
+ * exact state instead of recomputing with another clock. Limited calls and peeks store nothing
+ * and so propagate nothing. */
 #include "module_cmds.h"
 #include "module_reply.h"
 #include "module_state.h"
 #include "module_stats.h"
 
 #include <string.h>
-#include <time.h>
 
 #include "rlimitd/gcra.h"
 #include "rlimitd/gcra_redis.h"
 #include "rlimitd/isallowed.h"
 
 int64_t rl_window_max_count = ISALLOWED_DEFAULT_MAX_COUNT;
-
-/* COMMANDS.md, CL.THROTTLE: the wall clock, read once per command. */
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* The five integers of both GCRA commands. */
 static int reply_gcra(RedisModuleCtx *ctx, const struct gcra_result *r)
@@ -49,29 +41,13 @@ static int finish_gcra(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleStri
         RedisModule_CloseKey(key);
         return rl_reply_err(ctx, err);
     }
-    if (r->store) {
-        rl_gcra_store(key, r->new_tat);
-        RedisModule_Replicate(ctx, "RLIMIT.SETTAT", "sl", name, (long long)r->new_tat);
-    }
+    if (r->store)
+        rl_gcra_store_replicate(ctx, key, name, r->new_tat, lim == RL_LIM_GCRA);
     RedisModule_CloseKey(key);
     size_t klen;
     const char *kname = RedisModule_StringPtrLen(name, &klen);
     rl_stats_count(lim, kname, klen, !r->limited, r->remaining <= r->limit / 10);
     return reply_gcra(ctx, r);
-}
-
-/* The key opened for writing when it is empty or holds GCRA state (*kind says which); NULL, the
- * key closed, when it holds anything else (the caller replies WRONGTYPE). */
-static RedisModuleKey *open_gcra_key(RedisModuleCtx *ctx, RedisModuleString *name,
-                                     enum rl_kind *kind)
-{
-    RedisModuleKey *key = RedisModule_OpenKey(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE);
-    *kind = rl_key_kind(key);
-    if (*kind != RL_EMPTY && *kind != RL_GCRA) {
-        RedisModule_CloseKey(key);
-        return NULL;
-    }
-    return key;
 }
 
 int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
@@ -88,17 +64,17 @@ int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (gcra_prepare(burst, count, period, quantity, &l, &err) != 0)
         return rl_reply_err(ctx, err);
 
-    enum rl_kind kind;
-    RedisModuleKey *key = open_gcra_key(ctx, argv[1], &kind);
+    int has;
+    int64_t tat;
+    RedisModuleKey *key = rl_gcra_open(ctx, argv[1], &has, &tat);
     if (key == NULL)
         return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
     struct gcra_result r;
-    int rc = gcra_step(&l, now_ns(), kind == RL_GCRA, kind == RL_GCRA ? rl_gcra_tat(key) : 0, &r,
-                       &err);
+    int rc = gcra_step(&l, rl_now_ns(), has, tat, &r, &err);
     return finish_gcra(ctx, key, argv[1], RL_LIM_THROTTLE, rc, &r, err);
 }
 
-/* GCRA on the same rlim-gcra state as CL.THROTTLE (one state per key, as in the daemon), with
+/* GCRA on the same string state as CL.THROTTLE (one state per key, as in the daemon), with
  * Redis's checks in Redis's order: arguments, the key's type, then overflow. */
 int rl_cmd_gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
@@ -113,13 +89,13 @@ int rl_cmd_gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (gcra_redis_parse(argc, args, lens, &a, &err) != 0)
         return rl_reply_err(ctx, err);
 
-    enum rl_kind kind;
-    RedisModuleKey *key = open_gcra_key(ctx, argv[1], &kind);
+    int has;
+    int64_t tat;
+    RedisModuleKey *key = rl_gcra_open(ctx, argv[1], &has, &tat);
     if (key == NULL)
         return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
     struct gcra_result r;
-    int rc = gcra_redis_step(&a, now_ns(), kind == RL_GCRA, kind == RL_GCRA ? rl_gcra_tat(key) : 0,
-                             &r, &err);
+    int rc = gcra_redis_step(&a, rl_now_ns(), has, tat, &r, &err);
     return finish_gcra(ctx, key, argv[1], RL_LIM_GCRA, rc, &r, err);
 }
 
@@ -166,7 +142,7 @@ int rl_cmd_isallowed(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         RedisModule_FreeString(ctx, name);
         return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
     }
-    int64_t now_ms = now_ns() / 1000000;
+    int64_t now_ms = rl_now_ns() / 1000000;
     int64_t cutoff = now_ms - period_ms, newest;
     int allowed = rl_wlog_push(key, cutoff, max_count, now_ms, period_ms, &newest);
     /* Allowed: the log holds exactly the window's attempts (the daemon's near_limit rule). */

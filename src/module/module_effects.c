@@ -1,7 +1,9 @@
 /* module_effects.c - the internal commands that carry decided state to replicas and into the
  * AOF. Each applies an effect exactly as given (no clock is read), so a replica or an AOF replay
  * ends with the primary's state byte for byte:
- *   RLIMIT.SETTAT  key tat_ns                          GCRA state; expires at tat
+ *   RLIMIT.SETTAT  key tat_ns                          GCRA state; expires at tat (what
+ *                                                      earlier versions propagated; GCRA
+ *                                                      state now travels as SET ... PXAT)
  *   RLIMIT.LOGPUSH key cutoff_ms keep ts_ms period_ms  one window-log attempt (rl_wlog_push)
  *   RLIMIT.LOGSET  key packed-log                      a whole log (AOF rewrite)
  * They are ordinary write commands, so they are validated like user input: a bad argument gets
@@ -38,7 +40,12 @@ int rl_cmd_settat(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     RedisModuleKey *key = open_kind(ctx, argv[1], RL_GCRA);
     if (key == NULL)
         return REDISMODULE_OK;
-    rl_gcra_store(key, tat);
+    int64_t old;
+    if (rl_key_kind(key) == RL_GCRA && rl_gcra_tat(key, &old) != 0) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
+    }
+    rl_gcra_store(ctx, key, tat, 0);
     RedisModule_CloseKey(key);
     RedisModule_ReplicateVerbatim(ctx);
     return RedisModule_ReplyWithSimpleString(ctx, "OK");

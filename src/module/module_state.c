@@ -1,29 +1,33 @@
-/* module_state.c - the module's two data types: GCRA state (one TAT) and window logs (a ring of
- * ms timestamps from swlog.c), with their RDB, AOF-rewrite, digest and memory callbacks, and the
- * only functions that change them.
+/* module_state.c - the module's limiter state: GCRA state as a Redis string, window logs (a ring
+ * of ms timestamps from swlog.c) as a module type with its RDB, AOF-rewrite, digest and memory
+ * callbacks, and the only functions that change them.
  *
- * Why a module type rather than strings: a string would let SET/APPEND/INCR scribble over the
- * state and the module would then have to parse and validate it on every call; a module type
- * gets WRONGTYPE from every other command for free, TYPE names it, and DEBUG DIGEST-VALUE and
- * MEMORY USAGE see through to the real contents. */
+ * GCRA state (CL.THROTTLE and GCRA) is a string holding the TAT in nanoseconds as decimal text
+ * (gcra.h, "the stored TAT"): what GET shows in the daemon, and the type Redis's own GCRA keeps
+ * its state in, so TYPE answers string, and RDB, AOF, replication, DUMP/RESTORE and MIGRATE are
+ * Redis's own. The cost is that any string command may write the key: a string that is not such
+ * a TAT is refused with WRONGTYPE, and an integer written there is read as a TAT (a past one, a
+ * full bucket, for any counter). A window log is a module type: its ring is no string, and the
+ * type gets WRONGTYPE from every other command for free. Keys of the earlier rlim-gcra type (an
+ * RDB or DUMP from before) still load, and the next write turns them into strings. */
 #include "module_state.h"
 #include "module_stats.h"
 
 #include <limits.h>
 #include <string.h>
 
+#include "rlimitd/gcra.h"
 #include "rlimitd/isallowed.h"
 
-static RedisModuleType *rl_gcra_type; /* TYPE shows "rlim-gcra" */
+static RedisModuleType *rl_gcra_type; /* the earlier GCRA state: TYPE showed "rlim-gcra" */
 static RedisModuleType *rl_wlog_type; /* TYPE shows "rlim-wlog" */
 
 /* Bump with a new load path when an encoding changes; the RDB carries it. */
 #define RL_ENCVER 0
 
-/* GCRA state is one int64, the TAT (theoretical arrival time, ns since the epoch, always >= 1),
- * and it is stored in the module value pointer itself rather than in an allocation: Redis never
- * dereferences a module value, only hands it back to these callbacks, and skipping the 8-byte
- * allocation saves memory and a malloc/free per key. (The module is built for 64-bit servers.) */
+/* An rlim-gcra value is one int64, the TAT (ns since the epoch, always >= 1), kept in the value
+ * pointer itself: Redis never dereferences a module value, only hands it back to these
+ * callbacks. (The module is built for 64-bit servers.) */
 _Static_assert(sizeof(void *) == sizeof(int64_t), "the TAT is kept in a pointer");
 
 static void *tat_to_value(int64_t tat)
@@ -43,6 +47,8 @@ enum rl_kind rl_key_kind(RedisModuleKey *key)
     int t = RedisModule_KeyType(key);
     if (t == REDISMODULE_KEYTYPE_EMPTY)
         return RL_EMPTY;
+    if (t == REDISMODULE_KEYTYPE_STRING)
+        return RL_GCRA;
     if (t == REDISMODULE_KEYTYPE_MODULE) {
         RedisModuleType *mt = RedisModule_ModuleTypeGetType(key);
         if (mt == rl_gcra_type)
@@ -55,23 +61,58 @@ enum rl_kind rl_key_kind(RedisModuleKey *key)
 
 /* ---- GCRA ---- */
 
-int64_t rl_gcra_tat(RedisModuleKey *key)
+int rl_gcra_tat(RedisModuleKey *key, int64_t *tat)
 {
-    return value_to_tat(RedisModule_ModuleTypeGetValue(key));
+    if (RedisModule_KeyType(key) == REDISMODULE_KEYTYPE_MODULE) {
+        *tat = value_to_tat(RedisModule_ModuleTypeGetValue(key));
+        return 0;
+    }
+    size_t len;
+    const char *p = RedisModule_StringDMA(key, &len, REDISMODULE_READ);
+    return p != NULL ? gcra_tat_parse(p, len, tat) : -1;
 }
 
-void rl_gcra_store(RedisModuleKey *key, int64_t tat_ns)
+RedisModuleKey *rl_gcra_open(RedisModuleCtx *ctx, RedisModuleString *name, int *has,
+                             int64_t *tat)
 {
-    void *old;
-    if (rl_key_kind(key) == RL_GCRA)
-        RedisModule_ModuleTypeReplaceValue(key, rl_gcra_type, tat_to_value(tat_ns), &old);
-    else if (RedisModule_ModuleTypeSetValue(key, rl_gcra_type, tat_to_value(tat_ns)) ==
-             REDISMODULE_OK)
-        rl_stats_values(1);
-    /* COMMANDS.md, CL.THROTTLE: the key expires at its TAT. Redis expiry is in ms: round up so the key never goes
-     * while its TAT is still ahead (a TAT that has passed counts as absent anyway). */
-    int64_t ms = tat_ns / 1000000 + (tat_ns % 1000000 > 0);
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE);
+    enum rl_kind kind = rl_key_kind(key);
+    *has = kind == RL_GCRA;
+    *tat = 0;
+    if (kind == RL_EMPTY || (kind == RL_GCRA && rl_gcra_tat(key, tat) == 0))
+        return key;
+    RedisModule_CloseKey(key);
+    return NULL;
+}
+
+void rl_gcra_store_replicate(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleString *name,
+                             int64_t tat, int floor_ms)
+{
+    int64_t ms = rl_gcra_store(ctx, key, tat, floor_ms);
+    char text[GCRA_TAT_TEXT_MAX];
+    size_t n = gcra_tat_format(text, tat);
+    RedisModule_Replicate(ctx, "SET", "sbcl", name, text, n, "PXAT", (long long)ms);
+}
+
+int64_t rl_gcra_store(RedisModuleCtx *ctx, RedisModuleKey *key, int64_t tat, int floor_ms)
+{
+    char text[GCRA_TAT_TEXT_MAX];
+    size_t n = gcra_tat_format(text, tat);
+    RedisModuleString *s = RedisModule_CreateString(ctx, text, n);
+    /* StringSet replaces any value (an rlim-gcra one too, through its free) and its expiry. */
+    RedisModule_StringSet(key, s);
+    RedisModule_FreeString(ctx, s);
+    /* COMMANDS.md, CL.THROTTLE and GCRA: the key expires at its TAT. Redis keeps expiries in
+     * ms: GCRA rounds down as Redis's GCRA does (a key that lasts into the TAT's ms; Redis keeps
+     * a key through the ms of its expiry), CL.THROTTLE up, so its key never goes while the TAT
+     * is ahead. A TAT in microseconds (past 2262) is rounded down: Redis's ms reach it. */
+    int64_t ms;
+    if (tat < 0)
+        ms = -tat / 1000;
+    else
+        ms = tat / 1000000 + (!floor_ms && tat % 1000000 > 0);
     RedisModule_SetAbsExpire(key, ms);
+    return ms;
 }
 
 static void *gcra_rdb_load(RedisModuleIO *io, int encver)

@@ -9,17 +9,29 @@
 #include "rlimitd/redismodule_api.h"
 #include "rlimitd/swlog.h"
 
-/* Registers both data types; REDISMODULE_ERR if the server refuses. */
+/* Registers the data types; REDISMODULE_ERR if the server refuses. */
 int rl_types_create(RedisModuleCtx *ctx);
 
-/* The key's state kind: */
+/* The key's state kind: RL_GCRA is any string (GCRA state is a Redis string; rl_gcra_tat says
+ * whether it holds a TAT) and the earlier rlim-gcra type. */
 enum rl_kind { RL_EMPTY, RL_GCRA, RL_WLOG, RL_OTHER };
 enum rl_kind rl_key_kind(RedisModuleKey *key);
 
-/* GCRA state: the stored TAT (key must be RL_GCRA). */
-int64_t rl_gcra_tat(RedisModuleKey *key);
-/* Stores tat at key (RL_EMPTY or RL_GCRA) and expires the key at tat, rounded up to the ms. */
-void rl_gcra_store(RedisModuleKey *key, int64_t tat_ns);
+/* GCRA state (key RL_GCRA): 0 and the stored TAT (gcra.h, "the stored TAT"), or -1 when the
+ * string holds something else (the caller replies WRONGTYPE). */
+int rl_gcra_tat(RedisModuleKey *key, int64_t *tat);
+/* Stores the TAT at key (RL_EMPTY or RL_GCRA) as a string and expires the key at it in whole
+ * ms: rounded down (floor_ms: GCRA, as Redis) or up (CL.THROTTLE). Returns that expiry (ms
+ * since the epoch), for SET ... PXAT. */
+int64_t rl_gcra_store(RedisModuleCtx *ctx, RedisModuleKey *key, int64_t tat, int floor_ms);
+/* rl_gcra_store, then the effect propagated as Redis's GCRA propagates it: SET name tat PXAT
+ * ms (replicas and the AOF get the primary's bytes and expiry). */
+void rl_gcra_store_replicate(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleString *name,
+                             int64_t tat, int floor_ms);
+/* The key opened for writing when it is empty (*has 0) or holds GCRA state (*has 1, its TAT
+ * in *tat); NULL, the key closed, when it holds anything else (the caller replies WRONGTYPE). */
+RedisModuleKey *rl_gcra_open(RedisModuleCtx *ctx, RedisModuleString *name, int *has,
+                             int64_t *tat);
 
 /* The log at key (RL_WLOG), or NULL for an empty key. */
 struct swlog *rl_wlog_get(RedisModuleKey *key);

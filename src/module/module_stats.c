@@ -69,6 +69,12 @@ void rl_info(RedisModuleInfoCtx *ctx, int for_crash_report)
     RedisModule_InfoAddFieldULongLong(ctx, "gcra_limited", stats.limited[RL_LIM_GCRA]);
     RedisModule_InfoAddFieldULongLong(ctx, "isallowed_allowed", stats.allowed[RL_LIM_ISALLOWED]);
     RedisModule_InfoAddFieldULongLong(ctx, "isallowed_denied", stats.limited[RL_LIM_ISALLOWED]);
+    RedisModule_InfoAddFieldULongLong(ctx, "throttle_all_allowed",
+                                      stats.allowed[RL_LIM_THROTTLE_ALL]);
+    RedisModule_InfoAddFieldULongLong(ctx, "throttle_all_limited",
+                                      stats.limited[RL_LIM_THROTTLE_ALL]);
+    RedisModule_InfoAddFieldULongLong(ctx, "lease_acquired", stats.allowed[RL_LIM_LEASE]);
+    RedisModule_InfoAddFieldULongLong(ctx, "lease_full", stats.limited[RL_LIM_LEASE]);
     RedisModule_InfoAddFieldULongLong(ctx, "near_limit", stats.near);
     RedisModule_InfoAddFieldULongLong(ctx, "limiter_keys", v > 0 ? (unsigned long long)v : 0);
 }

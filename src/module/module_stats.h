@@ -8,7 +8,8 @@
 
 #include "rlimitd/redismodule_api.h"
 
-enum rl_lim { RL_LIM_THROTTLE = 0, RL_LIM_GCRA, RL_LIM_ISALLOWED, RL_LIM_COUNT };
+enum rl_lim { RL_LIM_THROTTLE = 0, RL_LIM_GCRA, RL_LIM_ISALLOWED, RL_LIM_THROTTLE_ALL,
+              RL_LIM_LEASE, RL_LIM_COUNT };
 /* Makes the LIMITER TOP sketch of size counters (load argument limiter-top-size). */
 int rl_stats_init(uint32_t size);
 /* Counts one limiter decision, and the key (its state key) when limited. near as the daemon:

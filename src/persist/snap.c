@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "rlimitd/lease.h"
 #include "rlimitd/swlog.h"
 #include "rlimitd/zset.h"
 
@@ -91,6 +92,17 @@ void snap_encode(struct rbuf *out, const struct ks_record *r)
         while (lv_next(&it, &e)) {
             put_varint(out, e.len);
             rbuf_append(out, e.p, e.len);
+        }
+        break;
+    }
+    case KS_LEASE: {
+        /* The highest id handed out, then each lease's id and expiry, ids ascending. */
+        const struct lease_set *s = r->leases;
+        put_varint(out, s->n);
+        put_u64(out, (uint64_t)s->last_id);
+        for (uint32_t i = 0; i < s->n; i++) {
+            put_u64(out, (uint64_t)s->l[i].id);
+            put_u64(out, (uint64_t)s->l[i].expire);
         }
         break;
     }
@@ -366,12 +378,56 @@ struct range_pass {
     uint64_t n;             /* records seen */
     int64_t *ts;            /* pass 1: the timestamps of the current window log */
     size_t ts_cap;
+    struct lease_set *ls;   /* pass 1: the current lease set */
+    uint32_t ls_cap;
     uint32_t version;       /* of the file */
     struct zset *zs;        /* pass 1: the current sorted set, freed after the callback */
     const char *zerr;       /* why parse_zset failed */
     char *err;
     size_t errlen;
 };
+
+/* A lease-set record's value (SNAPSHOT.md, type 8): count >= 1, the highest id, then the
+ * leases, ids ascending and none above the highest. Pass 1 builds it in rp->ls for r->leases. */
+static int parse_leases(struct range_pass *rp, struct cursor *c, struct ks_record *r)
+{
+    uint64_t count, v, id, exp;
+    if (get_varint(c, &count) != 0 || count == 0 || count > (c->end - c->off) / 16 ||
+        count > UINT32_MAX) {
+        rp->zerr = "bad lease count";
+        return -1;
+    }
+    if (get_u64(c, &v) != 0) {
+        rp->zerr = "truncated lease set";
+        return -1;
+    }
+    if (rp->pass == 1 && count > rp->ls_cap) {
+        free(rp->ls);
+        rp->ls_cap = (uint32_t)count;
+        rp->ls = xmalloc(lease_set_bytes(rp->ls_cap));
+    }
+    struct lease_set *s = rp->pass == 1 ? rp->ls : NULL;
+    if (s != NULL)
+        lease_set_init(s, rp->ls_cap, (int64_t)v);
+    int64_t prev = INT64_MIN;
+    for (uint64_t i = 0; i < count; i++) {
+        if (get_u64(c, &id) != 0 || get_u64(c, &exp) != 0) {
+            rp->zerr = "truncated lease set";
+            return -1;
+        }
+        if ((int64_t)id <= prev || (int64_t)id > (int64_t)v) {
+            rp->zerr = "lease ids not ascending or above the highest id";
+            return -1;
+        }
+        prev = (int64_t)id;
+        if (s != NULL)
+            lease_put(s, (int64_t)id, (int64_t)exp);
+    }
+    if (rp->pass == 0)
+        rp->info->leases += count;
+    r->leases = s;
+    return 0;
+}
 
 /* A sorted-set record's value: varint count >= 1, then count (varint length, member, 8-byte
  * score) in strictly ascending (score, member) order, no NaN. Pass 1 builds the set in rp->zs
@@ -443,8 +499,9 @@ static int parse_range(struct range_pass *rp, struct cursor *c)
             c->off--; /* left for the caller: the marker ends the records */
             break;
         }
-        if (type < KS_GCRA || type > KS_LIST || (type == KS_ZSET && rp->version < 2) ||
-            (type == KS_HASH && rp->version < 3) || (type == KS_LIST && rp->version < 4))
+        if (type < KS_GCRA || type > KS_LEASE || (type == KS_ZSET && rp->version < 2) ||
+            (type == KS_HASH && rp->version < 3) || (type == KS_LIST && rp->version < 4) ||
+            (type == KS_LEASE && rp->version < 5))
             FAIL(at, "unknown record type %u", type);
         struct ks_record r = {0};
         r.type = (enum ks_type)type;
@@ -515,6 +572,9 @@ static int parse_range(struct range_pass *rp, struct cursor *c)
                 c->off += (size_t)len;
             }
             r.lv = l;
+        } else if (type == KS_LEASE) {
+            if (parse_leases(rp, c, &r) != 0)
+                FAIL(at, "%s", rp->zerr);
         } else {
             uint64_t count;
             if (get_varint(c, &count) != 0 || count == 0 || count > UINT32_MAX ||
@@ -657,11 +717,13 @@ int snap_read(const char *path, snap_record_fn cb, void *ud, struct snap_info *i
         info->records = rp.n;
     }
     free(rp.ts);
+    free(rp.ls);
     munmap((void *)map, size);
     return 0;
 
 fail:
     free(rp.ts);
+    free(rp.ls);
     munmap((void *)map, size);
     return -1;
 }

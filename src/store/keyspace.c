@@ -321,6 +321,8 @@ const char *ks_type_name(enum ks_type t)
         return "hash";
     case KS_LIST:
         return "list";
+    case KS_LEASE:
+        return "rlim-leas";
     default:
         return "string";
     }

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include "rlimitd/alloc.h"
+#include "rlimitd/lease.h"
 #include "rlimitd/zset.h"
 
 /* ---- Sliced dumps ----
@@ -122,6 +123,8 @@ int ks_dump_slice(struct keyspace *ks, unsigned shard, int64_t now, uint64_t max
             }
         } else if (r.type == KS_LIST) {
             r.lv = e_ptr(e);
+        } else if (r.type == KS_LEASE) {
+            r.leases = e_ptr(e);
         } else {
             r.log = (e[E_FLAGS] & F_CRING) ? cring_load(e_ptr(e), &logbuf) : e_ptr(e);
         }
@@ -158,9 +161,19 @@ uint64_t ks_dump_shard(struct keyspace *ks, unsigned shard, int64_t now, ks_dump
     return n;
 }
 
-/* What ks_restore refuses: an unknown type, a window log with no or unsorted timestamps. */
+/* What ks_restore refuses: an unknown type, a window log with no or unsorted timestamps, a
+ * lease set with no leases or ids not ascending. */
 static int record_invalid(const struct ks_record *r)
 {
+    if (r->type == KS_LEASE) {
+        const struct lease_set *s = r->leases;
+        if (s == NULL || s->n == 0)
+            return 1;
+        for (uint32_t i = 1; i < s->n; i++)
+            if (s->l[i].id <= s->l[i - 1].id)
+                return 1;
+        return s->l[s->n - 1].id > s->last_id;
+    }
     if (r->type == KS_HASH)
         return r->hv == NULL || hv_count(r->hv) == 0;
     if (r->type == KS_LIST)
@@ -224,6 +237,13 @@ static void set_restored_value(struct shard *sh, uint8_t *e, const struct ks_rec
         struct listval *l = lv_clone(r->lv);
         e_set_ptr(e, l);
         mem_add_n(sh, (int64_t)lv_bytes(l));
+        break;
+    }
+    case KS_LEASE: {
+        struct lease_set *s = shard_alloc(sh, lease_set_bytes(r->leases->n));
+        memcpy(s, r->leases, lease_set_bytes(r->leases->n));
+        s->cap = s->n;
+        e_set_ptr(e, s);
         break;
     }
     case KS_HASH: {

@@ -24,7 +24,7 @@
 #define E_KLEN 9
 #define E_HDR 10
 #define KLEN_LONG 255
-#define F_TYPE 0x07       /* enum ks_type */
+#define F_TYPE 0x07       /* enum ks_type; KS_LEASE (8) is stored as 0, see e_type */
 #define F_HAS_EXP 0x08    /* an 8-byte expiry field follows the key length */
 #define F_EXP_IS_VAL 0x10 /* the expiry is the value (GCRA: the TAT) */
 #define F_EPOCH 0x20      /* dump epoch of the entry (see "Sliced dumps" at ks_dump_begin) */
@@ -64,9 +64,12 @@ static inline void e_set_ptr(uint8_t *e, void *p)
     memcpy(e, &p, sizeof(p));
 }
 
+/* An entry never holds KS_NONE, so its code 0 stores KS_LEASE, the one type past the three
+ * bits (storing `type & F_TYPE` writes 0 for it): the flags keep their layout. */
 static inline enum ks_type e_type(const uint8_t *e)
 {
-    return (enum ks_type)(e[E_FLAGS] & F_TYPE);
+    unsigned t = e[E_FLAGS] & F_TYPE;
+    return (enum ks_type)(t != 0 ? t : KS_LEASE);
 }
 
 static inline size_t e_klen(const uint8_t *e)

@@ -113,7 +113,7 @@ struct shard {
     /* Written under the lock, read by INFO without it: relaxed atomics. */
     _Atomic uint64_t count;
     _Atomic uint64_t expires;
-    _Atomic uint64_t limiter; /* entries of type KS_GCRA or KS_SWLOG (INFO limiter_keys) */
+    _Atomic uint64_t limiter; /* entries of type KS_GCRA, KS_SWLOG, KS_LEASE (limiter_keys) */
     _Atomic int64_t mem;
     /* Keys some session WATCHes ("Watched keys" below); NULL almost always. */
     struct ks_watch *watch;
@@ -139,7 +139,7 @@ static inline void counter_add(_Atomic uint64_t *c, int64_t d)
 
 static inline void count_limiter(struct shard *sh, enum ks_type t, int64_t d)
 {
-    if (t == KS_GCRA || t == KS_SWLOG)
+    if (t == KS_GCRA || t == KS_SWLOG || t == KS_LEASE)
         counter_add(&sh->limiter, d);
 }
 
@@ -274,7 +274,7 @@ static inline void set_type(struct shard *sh, uint8_t *e, enum ks_type t)
 {
     count_limiter(sh, e_type(e), -1);
     count_limiter(sh, t, 1);
-    e[E_FLAGS] = (uint8_t)((e[E_FLAGS] & ~F_TYPE) | (uint8_t)t);
+    e[E_FLAGS] = (uint8_t)((e[E_FLAGS] & ~F_TYPE) | ((uint8_t)t & F_TYPE)); /* e_type */
 }
 
 void set_expire(struct shard *sh, uint64_t i, int64_t at);

@@ -65,7 +65,8 @@ void table_free(struct shard *sh, uint8_t *tags, uint64_t nslots)
 /* Types whose value field points to a heap block (or structure) of the shard. */
 int has_blob(enum ks_type t)
 {
-    return t == KS_RAW || t == KS_SWLOG || t == KS_ZSET || t == KS_HASH || t == KS_LIST;
+    return t == KS_RAW || t == KS_SWLOG || t == KS_ZSET || t == KS_HASH || t == KS_LIST ||
+           t == KS_LEASE;
 }
 
 /* Bytes a blob accounts for in the shard's memory. */
@@ -224,7 +225,7 @@ uint32_t entry_new(struct shard *sh, enum ks_type type, uint8_t flags, const cha
     uint8_t *e = ref_ptr(sh, ref);
     /* A key created while its shard is being dumped is not part of that snapshot: it is born
      * with the current epoch, as if already dumped. */
-    e[E_FLAGS] = (uint8_t)(flags | (uint8_t)type | sh->epoch);
+    e[E_FLAGS] = (uint8_t)(flags | ((uint8_t)type & F_TYPE) | sh->epoch);
     if (klen >= KLEN_LONG) {
         uint32_t n = (uint32_t)klen;
         e[E_KLEN] = KLEN_LONG;

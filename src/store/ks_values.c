@@ -7,16 +7,18 @@
 #include "rlimitd/zset.h"
 
 /* Stores a new TAT in the GCRA entry of slot i; its expiry becomes the TAT (COMMANDS.md,
- * CL.THROTTLE). */
+ * CL.THROTTLE), or none for a microsecond TAT past the nanoseconds' end (gcra.h, "the stored
+ * TAT": the expiry is kept in nanoseconds too). */
 void set_gcra(struct shard *sh, uint64_t i, int64_t tat)
 {
     uint8_t *e = slot_entry(sh, i);
-    int64_t old = e_expire(e);
-    if ((e[E_FLAGS] & (F_HAS_EXP | F_EXP_IS_VAL)) != F_EXP_IS_VAL)
-        e = reshape(sh, i, (uint8_t)((e[E_FLAGS] & F_TYPE) | F_EXP_IS_VAL), 0);
+    int64_t old = e_expire(e), at = gcra_tat_expire(tat);
+    uint8_t shape = at != 0 ? F_EXP_IS_VAL : 0;
+    if ((e[E_FLAGS] & (F_HAS_EXP | F_EXP_IS_VAL)) != shape)
+        e = reshape(sh, i, (uint8_t)((e[E_FLAGS] & F_TYPE) | shape), 0);
     e_set_val(e, tat);
     touch_entry(sh, e);
-    count_expiry_change(sh, old, tat);
+    count_expiry_change(sh, old, at);
 }
 
 /* Stores r->new_tat at key if the step said so: slot i (-1 if absent, then created). */
@@ -28,7 +30,7 @@ static int gcra_store(struct keyspace *ks, struct shard *sh, const struct ks_key
     if (i < 0) {
         if (over_maxmemory(ks))
             return KS_OOM;
-        i = (int64_t)insert(ks, sh, key, KS_GCRA, F_EXP_IS_VAL);
+        i = (int64_t)insert(ks, sh, key, KS_GCRA, gcra_tat_expire(r->new_tat) ? F_EXP_IS_VAL : 0);
     }
     set_gcra(sh, (uint64_t)i, r->new_tat);
     return KS_OK;
@@ -59,6 +61,33 @@ int ks_gcra_redis_apply(struct keyspace *ks, const struct ks_key *key, int64_t n
     if (gcra_redis_step(a, now, e != NULL, e != NULL ? e_val(e) : 0, r, err) != 0)
         return KS_LIMIT_ERR;
     return gcra_store(ks, sh, key, i, r);
+}
+
+int ks_gcra_read(struct keyspace *ks, const struct ks_key *key, int64_t now, int *has,
+                 int64_t *tat)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    *has = 0;
+    *tat = 0;
+    if (i < 0)
+        return KS_OK;
+    const uint8_t *e = slot_entry(sh, (uint64_t)i);
+    if (e_type(e) != KS_GCRA)
+        return KS_WRONGTYPE;
+    *has = 1;
+    *tat = e_val(e);
+    return KS_OK;
+}
+
+int ks_gcra_write(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t tat)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    if (i >= 0 && e_type(slot_entry(sh, (uint64_t)i)) != KS_GCRA)
+        return KS_WRONGTYPE;
+    struct gcra_result r = {.store = 1, .new_tat = tat};
+    return gcra_store(ks, sh, key, i, &r);
 }
 
 enum ks_type ks_get(struct keyspace *ks, const struct ks_key *key, int64_t now, struct ks_value *v)

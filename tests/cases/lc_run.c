@@ -13,7 +13,7 @@
 
 #include <criterion/criterion.h>
 
-enum { MAX_ARGS = 16, ARG_BYTES = 256 };
+enum { MAX_ARGS = 40, ARG_BYTES = 256 };
 
 struct argv_buf {
     int argc;
@@ -155,6 +155,7 @@ struct lc_key {
     char name[KEY_BYTES];
     size_t len;
     int window; /* 0: a CL.THROTTLE key, 1: an ISALLOWED window */
+    int unknown; /* a TAT past the model's reach (2262): PTTL unchecked */
     struct lm_gcra g;
     struct lm_window w;
 };
@@ -187,6 +188,7 @@ static void forget_key(struct lc_model *m, const char *name, size_t len)
     if (k != NULL) {
         lm_gcra_reset(&k->g);
         lm_window_reset(&k->w);
+        k->unknown = 0;
     }
 }
 
@@ -235,6 +237,30 @@ static int model_step(struct lc_model *m, const struct lc_case *cs, int step, co
         cr_assert(rc == 0, "%s step %d: %s\n  %s", cs->name, step, line, why);
         return 1;
     }
+    if (a->argc >= 8 && is_cmd(a, "THROTTLE.ALL", a->argc) && r->type == REDIS_REPLY_ARRAY) {
+        /* Each limit's five integers are what CL.THROTTLE answers for it after the decision: its
+         * own call when admitted or when it refused, a peek (quantity 0) when another refused.
+         * So the CL.THROTTLE model checks each, with the time measured around the call. */
+        int n = (int)arg_int(a, 1);
+        cr_assert(r->elements == (size_t)(3 + n), "%s step %d: %s: %zu elements", cs->name, step,
+                  line, r->elements);
+        int refused = r->element[0]->integer != 0;
+        for (int i = 0; i < n; i++) {
+            const redisReply *e = r->element[3 + i];
+            cr_assert(e->type == REDIS_REPLY_ARRAY && e->elements == 5, "%s step %d: %s: limit %d",
+                      cs->name, step, line, i);
+            long long v[5];
+            for (int j = 0; j < 5; j++)
+                v[j] = e->element[j]->integer;
+            int at = 2 + n + 5 * i; /* LIMIT max_burst count period quantity */
+            int64_t q = refused && !v[0] ? 0 : arg_int(a, at + 4);
+            struct lc_key *k = find_key(m, a->argv[2 + i], a->lens[2 + i], 0, 1);
+            int rc = lm_gcra_check(&k->g, arg_int(a, at + 1), arg_int(a, at + 2),
+                                   arg_int(a, at + 3), q, before, after, v, why, sizeof why);
+            cr_assert(rc == 0, "%s step %d: %s\n  limit %d: %s", cs->name, step, line, i, why);
+        }
+        return 1;
+    }
     if ((is_cmd(a, "GCRA", 5) || is_cmd(a, "GCRA", 7)) && r->type == REDIS_REPLY_ARRAY &&
         r->elements == 5 && r->element[0]->type == REDIS_REPLY_INTEGER) {
         /* Its reply is the table's to check; the model only learns the TAT it stored. */
@@ -243,9 +269,17 @@ static int model_step(struct lc_model *m, const struct lc_case *cs, int step, co
         memcpy(pbuf, a->argv[4], n);
         pbuf[n] = '\0';
         double us = strtod(pbuf, NULL) * 1e6 / (double)arg_int(a, 3);
-        int64_t ei = (int64_t)(us + 0.5);
+        int64_t ei = (int64_t)(us + 0.5), tokens = a->argc == 7 ? arg_int(a, 6) : 1, inc;
+        /* A TAT the model's nanoseconds cannot hold (past 2262): the model forgets the key, and
+         * the table's exact replies are all there is. */
+        if (__builtin_mul_overflow(ei < 1 ? 1 : ei, tokens, &inc) ||
+            inc > INT64_MAX / 1000 - lm_now_ns() / 1000 - 1000000000LL * 3600) {
+            find_key(m, a->argv[1], a->lens[1], 0, 1)->unknown = 1;
+            return 0;
+        }
         struct lc_key *k = find_key(m, a->argv[1], a->lens[1], 0, 1);
-        lm_gcra_note_redis(&k->g, ei < 1 ? 1 : ei, a->argc == 7 ? arg_int(a, 6) : 1, before, after,
+        k->unknown = 0;
+        lm_gcra_note_redis(&k->g, ei < 1 ? 1 : ei, tokens, before, after,
                            r->element[0]->integer != 0);
         return 0;
     }
@@ -267,7 +301,7 @@ static int model_step(struct lc_model *m, const struct lc_case *cs, int step, co
     }
     if ((is_cmd(a, "PTTL", 2) || is_cmd(a, "TTL", 2)) && r->type == REDIS_REPLY_INTEGER) {
         struct lc_key *k = find_key(m, a->argv[1], a->lens[1], 0, 0);
-        if (k == NULL)
+        if (k == NULL || k->unknown)
             return 0;
         if (r->integer == -2 && may_have_expired(k, after))
             return 1;
@@ -302,6 +336,8 @@ void lc_run(redisContext *c, const struct lc_case *cs, enum lc_target target)
     char got[1024];
     static struct lc_model m; /* big; one case runs at a time in a worker */
     m.n = 0;
+    char last_bulk[ARG_BYTES] = "";
+    size_t last_len = 0;
     int64_t span_start = lm_now_ns();
     /* LC_STEP_DELAY_MS=N: a pause before every step, to try the model on a "slow machine". */
     const char *delay_env = getenv("LC_STEP_DELAY_MS");
@@ -333,12 +369,22 @@ void lc_run(redisContext *c, const struct lc_case *cs, enum lc_target target)
         }
         const char *want = target == LC_MODULE && s->want_module ? s->want_module : s->want;
         split(s->cmd, &a);
+        /* "$LAST": the last bulk string a step got (a lease id). */
+        for (int k = 0; k < a.argc; k++)
+            if (a.lens[k] == 5 && memcmp(a.argv[k], "$LAST", 5) == 0) {
+                memcpy(a.bytes[k], last_bulk, last_len);
+                a.lens[k] = last_len;
+            }
         if (delay > 0)
             sleep_ms(delay);
         int64_t before = lm_now_ns();
         redisReply *r = command(c, &a, s->cmd);
         int64_t after = lm_now_ns();
         lc_format(r, got, sizeof got);
+        if (r->type == REDIS_REPLY_STRING && r->len < sizeof last_bulk) {
+            memcpy(last_bulk, r->str, r->len);
+            last_len = r->len;
+        }
         long long expirable = 0; /* tracked keys that may have expired by now */
         for (int k = 0; k < m.n; k++)
             expirable += may_have_expired(&m.keys[k], after);

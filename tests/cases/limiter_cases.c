@@ -87,13 +87,12 @@ const struct lc_case lc_cases[] = {
     {"throttle_state_is_a_key_with_expiry",
      {{"CL.THROTTLE g 15 30 60", "[0 16 15 -1 2]"},
       {"EXISTS g", ":1"},
-      {"TYPE g", "+string", "+rlim-gcra"},
-      /* Expiry at the TAT: 2 s away. Redis keeps expiries in whole ms, so the module rounds the
-       * TAT up and its PTTL can read 2001. */
+      {"TYPE g", "+string"},
+      /* Expiry at the TAT: 2 s away. Redis keeps expiries in whole ms, so the module rounds a
+       * CL.THROTTLE TAT up and its PTTL can read 2001. */
       {"PTTL g", ":1000..2001"},
-      /* The daemon shows the TAT in ns (COMMANDS.md); Redis keeps module state out of GET. */
-      {"GET g", "~$1[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]",
-       WRONGTYPE},
+      /* Both show the TAT in ns (COMMANDS.md): the module keeps the state as a Redis string. */
+      {"GET g", "~$1[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]"},
       {"DEL g", ":1"},
       {"CL.THROTTLE g 15 30 60", "[0 16 15 -1 2]"}}},
 
@@ -150,8 +149,10 @@ const struct lc_case lc_cases[] = {
       {"CL.THROTTLE s 15 30 60", WRONGTYPE},
       {"GET s", "$v"},
       {"INCR n", ":1"},
-      {"CL.THROTTLE n 15 30 60", WRONGTYPE},
-      {"GET n", "$1"}}},
+      /* The module keeps GCRA state as a string: an integer there reads as a TAT (1 ns after
+       * the epoch, long past), and the call takes the key over. */
+      {"CL.THROTTLE n 15 30 60", WRONGTYPE, "[0 16 15 -1 2]"},
+      {"GET n", "$1", "~$1[0-9]*"}}},
 
     {"wrong_arity_aborts_a_transaction",
      /* Arity is checked when MULTI queues the call, as Redis does for its own commands. */
@@ -238,8 +239,9 @@ const struct lc_case lc_cases[] = {
       {"GCRA s 15 30 60 TOKENS 13", "[0 16 0 -1 32]"},
       {"CL.THROTTLE s 15 30 60", "[1 16 0 2 32]"},
       {"GCRA s 15 30 60", "[1 16 0 2 32]"},
-      {"TYPE s", "+string", "+rlim-gcra"},
-      {"PTTL s", ":30000..32001"},
+      {"TYPE s", "+string"},
+      /* GCRA wrote last: Redis's expiry, the TAT floored to the ms, at most 32 s away. */
+      {"PTTL s", ":30000..32000"},
       {"DBSIZE", ":1"}}},
 
     {"gcra_remaining_beside_cl_throttle",
@@ -282,11 +284,171 @@ const struct lc_case lc_cases[] = {
       {"GCRA k 1 2 3 TOKENS 2.5", NOTINT},
       {"GCRA k 9223372036854 1 1", GCRA_OVF_BURST},
       {"GCRA k 0 1 1 TOKENS 9223372036855", GCRA_OVF_TOKENS},
-      {"GCRA k 0 1 999999999999", GCRA_OVF_TOKENS},
+      {"GCRA k 1 1 999999999999 TOKENS 10", GCRA_OVF_TOKENS},
+      /* EI about 9.2e15 us: 1000 tokens fit int64, but not added to now. */
+      {"GCRA k 0 100 922337203685 TOKENS 1000", GCRA_OVF_TOKENS},
       {"DBSIZE", ":0"},
       {"GCRA k 9223372036853 1 1", "[0 9223372036854 9223372036853 -1 1]"},
       {"GCRA k2 0 2000001 1", "[0 1 0 -1 1]"},
       {"GCRA k3 0 1 1e-6", "[0 1 0 -1 1]"}}},
+
+    {"gcra_tat_past_the_year_2262",
+     /* One token per 999,999,999,999 s: the TAT is ~31,700 years ahead, kept in microseconds as
+      * Redis keeps it. The interval is the double nearest 999999999999e6 us, 64 us above, so
+      * the first reset rounds up to 1e12 s (Redis's reply). */
+     {{"GCRA far 1 1 999999999999", "[0 2 1 -1 1000000000000]"},
+      /* Two intervals, less the microseconds since the first call: the 128 us the double adds
+       * to them decide the rounding. */
+      {"GCRA far 1 1 999999999999", "~[[]0 2 0 -1 199999999999[89]]"},
+      {"GCRA far 1 1 999999999999", "~[[]1 2 0 [19]*[09] 199999999999[89]]"},
+      {"TYPE far", "+string"},
+      /* GET shows nanoseconds: the microseconds and three zeros, past int64. */
+      {"GET far", "~$2[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]000"},
+      /* The daemon keeps expiries in ns: none past 2262. Redis's ms expiry reaches it. */
+      {"PTTL far", ":-1", ":1999999999990000..1999999999999000"},
+      {"CL.THROTTLE far 1 1 1", "-ERR TAT out of range: clock or arguments too large"},
+      {"GCRA far 1 1 999999999999", "~[[]1 2 0 [19]*[09] 199999999999[89]]"},
+      {"DEL far", ":1"},
+      {"GCRA far 1 1 999999999999", "[0 2 1 -1 1000000000000]"}}},
+
+    {"gcra_expiry_is_the_tat_floored_to_the_ms",
+     /* Redis sets PXAT at the TAT floored to the ms: 10 s ahead reads at most 10000. */
+     {{"GCRA p 4 1 10", "[0 5 4 -1 10]"},
+      {"PTTL p", ":9000..10000"},
+      {"GCRA p 4 1 10", "[0 5 3 -1 20]"},
+      {"PTTL p", ":19000..20000"}}},
+
+    /* COMMANDS.md, THROTTLE.ALL: an LLM gateway's 3 requests and 100 tokens a minute, 40 tokens
+     * a request. The third request fits the requests but not the tokens: refused, and nothing is
+     * taken from either (the peeks and the next call show it). */
+    {"throttle_all_llm_gateway",
+     {{"THROTTLE.ALL 2 {u}:rpm {u}:tpm LIMIT 2 3 60 1 LIMIT 99 100 60 40",
+       "[0 -1 -1 [0 3 2 -1 20] [0 100 60 -1 24]]"},
+      {"THROTTLE.ALL 2 {u}:rpm {u}:tpm LIMIT 2 3 60 1 LIMIT 99 100 60 40",
+       "[0 -1 -1 [0 3 1 -1 40] [0 100 20 -1 48]]"},
+      {"THROTTLE.ALL 2 {u}:rpm {u}:tpm LIMIT 2 3 60 1 LIMIT 99 100 60 40",
+       "[1 1 12 [0 3 1 -1 40] [1 100 20 12 48]]"},
+      {"CL.THROTTLE {u}:rpm 2 3 60 0", "[0 3 1 -1 40]"},
+      {"CL.THROTTLE {u}:tpm 99 100 60 0", "[0 100 20 -1 48]"},
+      /* A smaller request fits both. */
+      {"THROTTLE.ALL 2 {u}:rpm {u}:tpm LIMIT 2 3 60 1 LIMIT 99 100 60 20",
+       "[0 -1 -1 [0 3 0 -1 60] [0 100 0 -1 60]]"},
+      {"THROTTLE.ALL 2 {u}:rpm {u}:tpm LIMIT 2 3 60 1 LIMIT 99 100 60 1",
+       "[1 0 20 [1 3 0 20 60] [1 100 0 1 60]]"},
+      {"TYPE {u}:rpm", "+string"},
+      {"DBSIZE", ":2"}}},
+
+    {"throttle_all_never_and_peeks",
+     /* Limit 1 can never take 3 of 2: retry -1, nothing stored anywhere. Quantity 0 peeks. */
+     {{"THROTTLE.ALL 3 a b c LIMIT 15 30 60 1 LIMIT 1 1 60 3 LIMIT 0 1 1 1",
+       "[1 1 -1 [0 16 16 -1 0] [1 2 2 -1 0] [0 1 1 -1 0]]"},
+      {"DBSIZE", ":0"},
+      {"THROTTLE.ALL 3 a b c LIMIT 15 30 60 1 LIMIT 1 1 60 0 LIMIT 0 1 1 1",
+       "[0 -1 -1 [0 16 15 -1 2] [0 2 2 -1 0] [0 1 0 -1 1]]"},
+      {"EXISTS a b c", ":2"},
+      {"THROTTLE.ALL 1 a LIMIT 15 30 60 0", "[0 -1 -1 [0 16 15 -1 2]]"},
+      {"throttle.all 1 a limit 15 30 60 1", "[0 -1 -1 [0 16 14 -1 4]]"}}},
+
+    {"throttle_all_wrongtype_and_errors",
+     {{"ISALLOWED w a 60 10", ":1"},
+      {"THROTTLE.ALL 2 k hist:{w}:a LIMIT 1 1 1 1 LIMIT 1 1 1 1", WRONGTYPE},
+      {"EXISTS k", ":0"},
+      {"THROTTLE.ALL 1 k LIMIT 1 1 1", "-ERR wrong number of arguments for 'throttle.all' command"},
+      {"THROTTLE.ALL x k LIMIT 1 1 1 1", NOTINT},
+      {"THROTTLE.ALL 0 k LIMIT 1 1 1 1", "-ERR invalid numkeys: must be between 1 and 32"},
+      {"THROTTLE.ALL 33 k LIMIT 1 1 1 1", "-ERR invalid numkeys: must be between 1 and 32"},
+      {"THROTTLE.ALL 7 k LIMIT 1 1 1 1",
+       "-ERR Number of keys can't be greater than number of args"},
+      {"THROTTLE.ALL 2 k k LIMIT 1 1 1 1 LIMIT 1 1 1 1", "-ERR THROTTLE.ALL keys must be distinct"},
+      {"THROTTLE.ALL 2 k j LIMIT 1 1 1 1", "-ERR THROTTLE.ALL needs one LIMIT per key"},
+      {"THROTTLE.ALL 1 k LIMIT 1 1 1 1 LIMIT 1 1 1 1", "-ERR THROTTLE.ALL needs one LIMIT per key"},
+      {"THROTTLE.ALL 1 k LIMIT 1 1 1 1 FOO", "-ERR syntax error"},
+      {"THROTTLE.ALL 1 k LIMIT 1 x 1 1", NOTINT},
+      {"THROTTLE.ALL 2 k j LIMIT 1 1 1 1 LIMIT 1 1 0 1",
+       "-ERR limit 1: invalid period: must be >= 1"},
+      {"THROTTLE.ALL 1 k LIMIT 1 1 1 1 WAIT -5", "-ERR timeout is negative"},
+      {"THROTTLE.ALL 1 k LIMIT 1 1 1 1 WAIT x", "-ERR timeout is not an integer or out of range"},
+      {"DBSIZE", ":1"}}},
+
+    {"throttle_all_in_multi_and_scripts",
+     {{"MULTI", "+OK"},
+      {"THROTTLE.ALL 2 {s}a {s}b LIMIT 0 1 60 1 LIMIT 5 1 60 1", "+QUEUED"},
+      {"THROTTLE.ALL 2 {s}a {s}b LIMIT 0 1 60 1 LIMIT 5 1 60 1", "+QUEUED"},
+      {"EXEC", "[[0 -1 -1 [0 1 0 -1 60] [0 6 5 -1 60]] [1 0 60 [1 1 0 60 60] [0 6 5 -1 60]]]"},
+      {"EVAL return\\x20redis.call('THROTTLE.ALL',2,KEYS[1],KEYS[2],'LIMIT',0,1,60,1,'LIMIT',5,1,60,1) 2 {s}c {s}b",
+       "[0 -1 -1 [0 1 0 -1 60] [0 6 4 -1 120]]"}}},
+
+    /* COMMANDS.md, LEASE.*: a pool of 2. Ids are the microseconds of the acquire (16 digits
+     * this century), strictly increasing under a key. */
+    {"lease_pool_of_two",
+     {{"LEASE.ACQUIRE pool 2 60000", "~$1[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]"},
+      {"LEASE.ACQUIRE pool 2 60000", "~$1[0-9]*"},
+      {"LEASE.ACQUIRE pool 2 60000", "(nil)"},
+      {"LEASE.COUNT pool", ":2"},
+      {"TYPE pool", "+rlim-leas"},
+      {"PTTL pool", ":59000..60000", ":59000..60001"},
+      {"LEASE.RENEW pool 12345 1000", ":0"},
+      {"LEASE.RELEASE pool 12345", ":0"},
+      {"LEASE.ACQUIRE pool 3 60000", "~$1[0-9]*"},
+      {"LEASE.RELEASE pool $LAST", ":1"},
+      {"LEASE.RELEASE pool $LAST", ":0"},
+      {"LEASE.COUNT pool", ":2"},
+      {"LEASE.COUNT nopool", ":0"},
+      {"EXISTS nopool", ":0"}}},
+
+    {"lease_expiry_frees_the_slot_and_renew_keeps_it",
+     {{"LEASE.ACQUIRE one 1 300", "~$1[0-9]*"},
+      {"LEASE.RENEW one $LAST 60000", ":1"},
+      /* The module rounds the expiry up to the ms. */
+      {"PTTL one", ":59000..60000", ":59000..60001"},
+      {"LEASE.ACQUIRE one 1 300", "(nil)"},
+      {"LEASE.RENEW one $LAST 200", ":1"},
+      {"LEASE.ACQUIRE one 1 300", "(nil)"},
+      /* The key goes with its last lease. */
+      {"@gone one", NULL},
+      {"LEASE.COUNT one", ":0"},
+      {"LEASE.ACQUIRE one 1 300", "~$1[0-9]*"},
+      {"LEASE.RELEASE one $LAST", ":1"},
+      {"EXISTS one", ":0"}}},
+
+    {"lease_errors_and_wrongtype",
+     {{"LEASE.ACQUIRE k", "-ERR wrong number of arguments for 'lease.acquire' command"},
+      {"LEASE.ACQUIRE k 1", "-ERR wrong number of arguments for 'lease.acquire' command"},
+      {"LEASE.ACQUIRE k x 1", NOTINT},
+      {"LEASE.ACQUIRE k 0 1", "-ERR invalid limit: must be between 1 and 100000"},
+      {"LEASE.ACQUIRE k 100001 1", "-ERR invalid limit: must be between 1 and 100000"},
+      {"LEASE.ACQUIRE k 1 x", NOTINT},
+      {"LEASE.ACQUIRE k 1 0", "-ERR invalid ttl_ms: must be between 1 and 3153600000000"},
+      {"LEASE.ACQUIRE k 1 3153600000001", "-ERR invalid ttl_ms: must be between 1 and 3153600000000"},
+      {"LEASE.ACQUIRE k 1 10 WAIT", "-ERR syntax error"},
+      {"LEASE.ACQUIRE k 1 10 FOO 5", "-ERR syntax error"},
+      {"LEASE.ACQUIRE k 1 10 WAIT 5 x", "-ERR syntax error"},
+      {"LEASE.ACQUIRE k x 10 WAIT 5 x", NOTINT},
+      {"LEASE.ACQUIRE k 1 10 WAIT -1", "-ERR timeout is negative"},
+      {"LEASE.RELEASE k", "-ERR wrong number of arguments for 'lease.release' command"},
+      {"LEASE.RELEASE k x", NOTINT},
+      {"LEASE.RENEW k 1", "-ERR wrong number of arguments for 'lease.renew' command"},
+      {"LEASE.RENEW k 1 0", "-ERR invalid ttl_ms: must be between 1 and 3153600000000"},
+      {"LEASE.COUNT", "-ERR wrong number of arguments for 'lease.count' command"},
+      {"DBSIZE", ":0"},
+      {"SET s v", "+OK"},
+      {"LEASE.ACQUIRE s 1 10", WRONGTYPE},
+      {"LEASE.RELEASE s 1", WRONGTYPE},
+      {"LEASE.RENEW s 1 10", WRONGTYPE},
+      {"LEASE.COUNT s", WRONGTYPE},
+      {"LEASE.ACQUIRE l 1 60000", "~$1[0-9]*"},
+      {"GET l", WRONGTYPE},
+      {"CL.THROTTLE l 1 1 1", WRONGTYPE},
+      {"INCR l", WRONGTYPE}}},
+
+    {"lease_in_multi_and_scripts",
+     {{"MULTI", "+OK"},
+      {"LEASE.ACQUIRE m 1 60000", "+QUEUED"},
+      {"LEASE.ACQUIRE m 1 60000", "+QUEUED"},
+      {"LEASE.COUNT m", "+QUEUED"},
+      {"EXEC", "~[[]$1[0-9]* (nil) 1]"},
+      {"EVAL local\\x20id=redis.call('LEASE.ACQUIRE',KEYS[1],2,60000)\\x20return\\x20redis.call('LEASE.RELEASE',KEYS[1],id) 1 m", ":1"},
+      {"LEASE.COUNT m", ":1"}}},
 
     {"gcra_wrongtype_when_key_holds_other_state",
      /* Arguments are checked before the key, overflow after it, as in Redis. */
@@ -297,11 +459,12 @@ const struct lc_case lc_cases[] = {
       {"SET str foo", "+OK"},
       {"GCRA str 1 2 3", WRONGTYPE},
       {"INCR n", ":1"},
-      {"GCRA n 1 2 3", WRONGTYPE},
-      {"GET n", "$1"},
+      {"GCRA n 1 2 3", WRONGTYPE, "[0 2 1 -1 2]"},
+      {"GET n", "$1", "~$1[0-9]*000"},
       {"GCRA g 15 30 60", "[0 16 15 -1 2]"},
       {"ISALLOWED g a 60 10", ":1"},
-      {"INCR g", WRONGTYPE}}},
+      /* The module's state is a string, which INCR may move (by a nanosecond here). */
+      {"INCR g", WRONGTYPE, "~:1[0-9]*"}}},
 
     {"isallowed_window_expires_after_period",
      {{"ISALLOWED dave x 1 2", ":1"},

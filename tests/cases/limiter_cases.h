@@ -11,8 +11,9 @@
  *                 "~-ERR *max_burst*"
  *   %model        no fixed value: the reply must fit the limit model (below) alone
  * Arguments are separated by single spaces; inside one, \xHH is a byte, "" alone is the empty
- * string. Two directives are not commands: "@sleep MS" and "@gone KEY" (polls EXISTS until the
- * key has expired, at most 10 s).
+ * string; an argument "$LAST" is the last bulk string a step of the case got (a lease id). Two
+ * directives are not commands: "@sleep MS" and "@gone KEY" (polls EXISTS until the key has
+ * expired, at most 10 s).
  *
  * Time. The expected replies are what COMMANDS.md, CL.THROTTLE and ISALLOWED give for calls "in quick succession"; lc_run
  * asserts them exactly while the case (since its start or its last @gone) has run for under a

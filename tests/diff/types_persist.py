@@ -106,7 +106,7 @@ def main():
         p.wait()
         check = subprocess.run([rbin, "--check-snapshot", os.path.join(tmp, "rlimitd.snap")],
                                capture_output=True, text=True)
-        if check.returncode == 0 and "hashes 4, lists 4)" in check.stdout:
+        if check.returncode == 0 and "hashes 4, lists 4, lease sets 0 with 0 leases)" in check.stdout:
             passed += 1
         else:
             failed += 1

@@ -10,7 +10,7 @@
 #   3. redis-py RedisCluster: hundreds of keys on all 3 primaries, exact limiter replies, TYPE and
 #      PTTL, limited calls and peeks propagate nothing        (cluster_check.py traffic)
 #   4. every replica's state equals its primary's: same keys, DEBUG DIGEST-VALUE, DUMP bytes,
-#      PEXPIRETIME; replicas ran only RLIMIT.* effects        (cluster_check.py replicas)
+#      PEXPIRETIME; replicas ran only effects (SET, RLIMIT.*)  (cluster_check.py replicas)
 #   5. CLUSTER FAILOVER on a replica while a client thread hammers its primary's keys: no key is
 #      allowed more than its limit over the whole run, the new primary holds the old one's exact
 #      state                                                  (cluster_check.py failover)
@@ -19,6 +19,8 @@
 #      still equals it afterwards
 #   7. resharding: a slot holding module keys MIGRATEd to another primary keeps the exact state
 #      and the limiters continue there                        (cluster_check.py migrate)
+#   9. (run before 8) issue 31's commands: THROTTLE.ALL routed by a hash tag with exact replies,
+#      CROSSSLOT for keys in two slots                         (cluster_check.py limits)
 #   8. at the end every replica still equals its primary, and no node crashed
 #
 # Environment:
@@ -346,8 +348,8 @@ want_where=
 for p in "${PRIMS[@]}"; do
     if [[ $p == "$owner" ]]; then want_where+="$p:2:2 "; else want_where+="$p:0:0 "; fi
 done
-if [[ $where == "$want_where" && $t1 == rlim-gcra && $t2 == rlim-wlog ]]; then
-    pass "2.4 $key (rlim-gcra) and hist:{x}:login (rlim-wlog) exist on the owner $owner only (slot:keys per primary $where)"
+if [[ $where == "$want_where" && $t1 == string && $t2 == rlim-wlog ]]; then
+    pass "2.4 $key (string) and hist:{x}:login (rlim-wlog) exist on the owner $owner only (slot:keys per primary $where)"
 else
     fail "2.4 keys per primary (port:in-slot:dbsize) '$where' want '$want_where'; TYPEs '$t1' '$t2'"
 fi
@@ -408,8 +410,8 @@ newest() { # the last of the files given (the AOF files are numbered), or nothin
     done
     echo "$last"
 }
-cmd_counts() { # the module's and the user commands in an AOF file: "RLIMIT.SETTAT x12 ..."
-    grep -aioE 'rlimit\.[a-z]+|cl\.throttle|isallowed' "$1" 2>/dev/null | tr '[:lower:]' '[:upper:]' |
+cmd_counts() { # the effects and the user commands in an AOF file: "PXAT x12 RLIMIT.LOGPUSH x3 ..."
+    grep -aioE 'rlimit\.[a-z]+|^pxat|cl\.throttle|isallowed|^gcra' "$1" 2>/dev/null | tr '[:lower:]' '[:upper:]' |
         sort | uniq -c | awk '{ printf "%s%s x%s", (NR > 1 ? " " : ""), $2, $1 }'
 }
 
@@ -421,8 +423,9 @@ logmark() { LOGMARK=$(wc -l <"$XD/redis.log"); }
 newlog() { tail -n +$((LOGMARK + 1)) "$XD/redis.log"; } # what X logged since logmark
 # 6.1: the incremental AOF holds effects, not user commands.
 incr=$(newest "$XD"/appendonlydir/*.incr.aof)
-if [[ -n $incr ]] && grep -qai 'rlimit\.' "$incr" && ! grep -qaiE 'cl\.throttle|isallowed' "$incr"; then
-    pass "6.1 $X's AOF ($(basename "$incr"), $(wc -c <"$incr") bytes) holds RLIMIT.* effects ($(cmd_counts "$incr")), no CL.THROTTLE/ISALLOWED"
+if [[ -n $incr ]] && grep -qai 'rlimit\.' "$incr" && grep -qai '^pxat' "$incr" &&
+    ! grep -qaiE 'cl\.throttle|isallowed|^gcra' "$incr"; then
+    pass "6.1 $X's AOF ($(basename "$incr"), $(wc -c <"$incr") bytes) holds effects: SET ... PXAT and RLIMIT.* ($(cmd_counts "$incr")), no CL.THROTTLE/ISALLOWED/GCRA"
 else
     fail "6.1 AOF '$incr' holds: $(cmd_counts "$incr")"
 fi
@@ -490,6 +493,10 @@ fi
 
 # ============ 7. resharding: MIGRATE a slot of module keys ============
 py migrate "$BASE"
+
+# ============ 9. THROTTLE.ALL (issue 31) in the cluster ============
+# Before the end state, so that check 8 compares the replicas of these keys too.
+py limits "$BASE"
 
 # ============ 8. the end state ============
 if wait_cluster_ok 30; then

@@ -297,8 +297,8 @@ def cmd_traffic(seed):
     # Every key is where the hash slot says, with the module's type and the state's expiry.
     per_primary = {}
     bad = []
-    expect = {f"c3:thr:{i}": ("rlim-gcra", 18000_000) for i in range(nkeys)}
-    expect.update({f"c3:qty:{i}": ("rlim-gcra", 36000_000) for i in range(40)})
+    expect = {f"c3:thr:{i}": ("string", 18000_000) for i in range(nkeys)}
+    expect.update({f"c3:qty:{i}": ("string", 36000_000) for i in range(40)})
     expect.update({f"hist:{{c3u{i}}}:login": ("rlim-wlog", 3600_000) for i in range(nusers)})
     for prim, _, _ in sh:
         r = node(prim)
@@ -327,7 +327,7 @@ def cmd_traffic(seed):
                                                                and mem > 0):
             bad.append(f"{k}: TYPE {t} PTTL {pttl} MEMORY USAGE {mem}, want {typ}, "
                        f"[{low}, {ttl_ms + 1}], >0")
-    check("3.6", not bad, "TYPE is rlim-gcra / rlim-wlog, PTTL the state's expiry, MEMORY USAGE "
+    check("3.6", not bad, "TYPE is string (GCRA state) / rlim-wlog, PTTL the state's expiry, MEMORY USAGE "
           "> 0", show(bad))
 
     # Effects, not commands: a limited CL.THROTTLE and a peek change no state, so the primary
@@ -378,17 +378,19 @@ def cmd_replicas(seed, num):
     for prim, reps, _ in sh:
         for r in reps:
             st = node(r).info("commandstats")
-            for c in ("cl.throttle", "isallowed"):
+            for c in ("cl.throttle", "isallowed", "gcra"):
                 n = st.get(f"cmdstat_{c}", {}).get("calls", 0)
                 if n:
                     bad.append(f"replica {r} ran {c} {n} times")
+            # GCRA state travels as SET key tat PXAT ms, window logs as RLIMIT.* effects.
             for c, v in st.items():
-                if c.startswith("cmdstat_rlimit."):
+                if c.startswith("cmdstat_rlimit.") or c == "cmdstat_set":
                     seen[c[8:]] = seen.get(c[8:], 0) + v.get("calls", 0)
     check(f"{num}.{2 + len(sh)}", not bad and seen,
-          "replicas ran only the module's effect commands ("
-          + ", ".join(f"{c} x{n}" for c, n in sorted(seen.items())) + "), no CL.THROTTLE/ISALLOWED",
-          show(bad) or "no rlimit.* command ran on any replica")
+          "replicas ran only effects ("
+          + ", ".join(f"{c} x{n}" for c, n in sorted(seen.items()))
+          + "), no CL.THROTTLE/ISALLOWED/GCRA",
+          show(bad) or "no effect ran on any replica")
 
 
 # ---- check 5: failover mid-traffic ----
@@ -627,6 +629,58 @@ def cmd_migrate(seed):
           "leaves 6 of 10, 3rd and 4th ISALLOWED (max 3) give 1, 0", show(bad) or why)
 
 
+# ---- check 9: issue 31's commands in the cluster ----
+
+def keys_in_slot_of(prefix, tag, n):
+    return [f"{prefix}:{{{tag}}}:{i}" for i in range(n)]
+
+
+def cmd_limits(seed):
+    # After check 7's SETSLOT every node must have learnt the slot's new owner first.
+    why = wait_sync(seed)
+    if why:
+        note(f"not in sync before check 9: {why}")
+    sh = shards(seed)
+    # 9.1 THROTTLE.ALL with a hash tag: sent to the slot's owner, exact replies
+    # (the LLM gateway example of COMMANDS.md), nothing taken when refused.
+    rpm, tpm = "lim:{gw}:rpm", "lim:{gw}:tpm"
+    call = ["THROTTLE.ALL", 2, rpm, tpm, "LIMIT", 2, 3, 3600, 1, "LIMIT", 99, 100, 3600, 40]
+    # Sent to the slot's owner as CLUSTER NODES says (redis-py 4.3 cannot route a movablekeys
+    # module command itself); a node that does not own it answers MOVED, as for any command.
+    prim = owner(sh, key_slot(rpm.encode()))
+    other = next(p for p, _, _ in sh if p != prim)
+    try:
+        node(other).execute_command(*call)
+        moved = "no MOVED"
+    except redis.exceptions.ResponseError as e:
+        moved = str(e)
+    got = [node(prim).execute_command(*call) for _ in range(3)]
+    want = [[0, -1, -1, [0, 3, 2, -1, 1200], [0, 100, 60, -1, 1440]],
+            [0, -1, -1, [0, 3, 1, -1, 2400], [0, 100, 20, -1, 2880]],
+            [1, 1, 720, [0, 3, 1, -1, 2400], [1, 100, 20, 720, 2880]]]
+    slot = key_slot(rpm.encode())
+    where = [p for p, _, _ in sh if node(p).execute_command("CLUSTER", "COUNTKEYSINSLOT", slot)]
+    check("9.1", got == want and where == [prim] and moved.startswith("MOVED"),
+          f"THROTTLE.ALL over 2 keys of one slot: {other} answers {moved}; on the owner {prim} "
+          f"exact replies, nothing taken when refused", f"got {got}, keys on {where}, {moved}")
+    # 9.2 keys in different slots: every node refuses them with Redis Cluster's own error.
+    a, b = "lim:a", "lim:b"
+    bad = []
+    if key_slot(a.encode()) == key_slot(b.encode()):
+        bad.append("test keys share a slot")
+    for p, _, _ in sh:
+        try:
+            r = node(p).execute_command("THROTTLE.ALL", 2, a, b, "LIMIT", 1, 1, 60, 1,
+                                        "LIMIT", 1, 1, 60, 1)
+            bad.append(f"{p} answered {r}")
+        except redis.exceptions.ResponseError as e:
+            if str(e) != "Keys in request don't hash to the same slot" and \
+                    not str(e).startswith("CROSSSLOT"):
+                bad.append(f"{p}: {e}")
+    check("9.2", not bad, "THROTTLE.ALL over keys of two slots: -CROSSSLOT Keys in request "
+          "don't hash to the same slot, on every node", show(bad))
+
+
 def cmd_compare(num, what, old_file, new_file, slack):
     with open(old_file) as f:
         old = json.load(f)
@@ -651,6 +705,8 @@ def main(argv):
         cmd_failover(int(args[0]))
     elif cmd == "migrate":
         cmd_migrate(int(args[0]))
+    elif cmd == "limits":
+        cmd_limits(int(args[0]))
     elif cmd == "snapshot":
         with open(args[1], "w") as f:
             json.dump(snapshot(int(args[0])), f, indent=0, sort_keys=True)

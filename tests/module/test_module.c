@@ -122,16 +122,22 @@ Test(module, aof_replays_effects_to_the_same_state)
     redisFree(c);
     rs_shutdown(s);
 
-    /* Effects, not commands: the AOF holds RLIMIT.* and never the deciding commands. */
+    /* Effects, not commands: the AOF holds GCRA state as SET ... PXAT, window logs as RLIMIT.*
+     * and never the deciding commands. */
     char *out;
     int st = it_run(&out, "cat '%s'/appendonlydir/*.aof | tr -d '\\r' | grep -c -x -i "
-                          "-e RLIMIT.SETTAT -e RLIMIT.LOGPUSH -e RLIMIT.LOGSET",
+                          "-e RLIMIT.LOGPUSH -e RLIMIT.LOGSET",
                     s->dir);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0 && atoi(out) > 100,
               "AOF lacks RLIMIT effects: %s", out);
     free(out);
+    st = it_run(&out, "cat '%s'/appendonlydir/*.aof | tr -d '\\r' | grep -c -x -i PXAT",
+                s->dir);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0 && atoi(out) > 100,
+              "AOF lacks GCRA state as SET ... PXAT: %s", out);
+    free(out);
     st = it_run(&out, "cat '%s'/appendonlydir/*.aof | tr -d '\\r' | grep -c -x -i "
-                      "-e CL.THROTTLE -e ISALLOWED",
+                      "-e CL.THROTTLE -e ISALLOWED -e GCRA",
                 s->dir);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "AOF holds commands: %s", out);
     free(out);
@@ -384,7 +390,8 @@ Test(module, a_second_load_is_refused_and_the_first_keeps_working)
     IT_INT(it_cmd(c, "ISALLOWED u a 60 6"), 1);
     IT_INTS(it_cmd(c, "CL.THROTTLE a 15 30 60"), 0, 16, 14, -1, 4);
     IT_INTS(it_cmd(c, "CL.THROTTLE b 15 30 60"), 0, 16, 15, -1, 2);
-    IT_STATUS(it_cmd(c, "TYPE b"), "rlim-gcra");
+    IT_STATUS(it_cmd(c, "TYPE b"), "string");
+    IT_STATUS(it_cmd(c, "TYPE hist:{u}:a"), "rlim-wlog");
     IT_STATUS(it_cmd(c, "SAVE"), "OK");
     IT_STATUS(it_cmd(c, "PING"), "PONG");
     redisFree(c);
@@ -403,37 +410,99 @@ static unsigned long long crc64(const unsigned char *p, size_t n)
     return crc;
 }
 
+/* Redis's module type id: the 9-character name, 6 bits a character, then the 10-bit encoding
+ * version (what RDB and DUMP payloads name a module type by). */
+static unsigned long long module_type_id(const char *name, int encver)
+{
+    const char *set = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    unsigned long long id = 0;
+    for (int i = 0; i < 9; i++)
+        id = id << 6 | (unsigned long long)(strchr(set, name[i]) - set);
+    return id << 10 | (unsigned long long)encver;
+}
+
+/* Appends Redis's 64-bit length encoding (0x81 and 8 bytes big-endian). */
+static size_t put_len64(unsigned char *p, unsigned long long v)
+{
+    p[0] = 0x81;
+    for (int b = 0; b < 8; b++)
+        p[1 + b] = (unsigned char)(v >> (8 * (7 - b)));
+    return 9;
+}
+
+/* Ends a DUMP payload: RDB version 10 (Redis 7.0) and the checksum of everything before. */
+static size_t seal_dump(unsigned char *buf, size_t n)
+{
+    buf[n++] = 10;
+    buf[n++] = 0;
+    unsigned long long crc = crc64(buf, n);
+    for (int b = 0; b < 8; b++)
+        buf[n++] = (unsigned char)(crc >> (8 * b));
+    return n;
+}
+
 Test(module, a_corrupt_restore_payload_is_an_error_not_a_crash)
 {
     cr_assert_eq(crc64((const unsigned char *)"123456789", 9), 0xe9c6d914c4b8d9caULL,
                  "crc64 check value");
     struct rs_server *s = rs_start(NULL, NULL);
     redisContext *c = it_connect(s->port);
-    IT_INTS(it_cmd(c, "CL.THROTTLE g 15 30 60"), 0, 16, 15, -1, 2);
-    redisReply *d = it_cmd(c, "DUMP g");
-    cr_assert(d->type == REDIS_REPLY_STRING && d->len > 20, "DUMP g");
+    IT_INT(it_cmd(c, "ISALLOWED u a 60 5"), 1);
+    redisReply *d = it_cmd(c, "DUMP hist:{u}:a");
+    cr_assert(d->type == REDIS_REPLY_STRING && d->len > 20, "DUMP hist:{u}:a");
     unsigned char buf[256];
     size_t n = d->len;
     cr_assert(n <= sizeof buf);
     memcpy(buf, d->str, n);
     freeReplyObject(d);
     /* The valid payload restores. */
-    redisReply *r = redisCommand(c, "RESTORE g1 0 %b", buf, n);
+    redisReply *r = redisCommand(c, "RESTORE hist:{v}:a 0 %b", buf, n);
     IT_STATUS(r, "OK");
-    /* Corrupt the value's first opcode (after the type byte and the 64-bit module id: the TAT's
-     * "unsigned" marker becomes "signed") and fix the checksum, so only the module's loader can
-     * tell. Without I/O-error handling Redis would panic here. */
-    cr_assert(buf[0] == 7 && buf[1] == 0x81 && buf[10] == 2, "unexpected DUMP layout");
-    buf[10] = 1;
-    unsigned long long crc = crc64(buf, n - 8);
-    for (int b = 0; b < 8; b++)
-        buf[n - 8 + (size_t)b] = (unsigned char)(crc >> (8 * b));
-    r = redisCommand(c, "RESTORE g2 0 %b", buf, n);
+    /* Corrupt the value's first opcode (after the type byte and the 64-bit module id: the
+     * log's "string" marker becomes "unsigned") and fix the checksum, so only the module's
+     * loader can tell. Without I/O-error handling Redis would panic here. */
+    cr_assert(buf[0] == 7 && buf[1] == 0x81 && buf[10] == 5, "unexpected DUMP layout");
+    buf[10] = 2;
+    n = seal_dump(buf, n - 10);
+    r = redisCommand(c, "RESTORE hist:{w}:a 0 %b", buf, n);
     cr_assert(r != NULL, "the server went away: %s", c->errstr);
     IT_ERR_LIKE(r, "ERR", NULL);
-    IT_INT(it_cmd(c, "EXISTS g2"), 0);
+    IT_INT(it_cmd(c, "EXISTS hist:{w}:a"), 0);
     IT_STATUS(it_cmd(c, "PING"), "PONG");
-    IT_INTS(it_cmd(c, "CL.THROTTLE g1 15 30 60"), 0, 16, 14, -1, 4);
+    IT_INT(it_cmd(c, "ISALLOWED v a 60 5"), 1);
+    redisFree(c);
+    rs_stop(s);
+}
+
+/* GCRA state of the earlier rlim-gcra type (an RDB or a DUMP from before it became a string)
+ * still loads, decides, and becomes a string at its next write. */
+Test(module, earlier_rlim_gcra_values_still_load)
+{
+    struct rs_server *s = rs_start(NULL, NULL);
+    redisContext *c = it_connect(s->port);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    /* A TAT 32 s ahead: the worked example's bucket is empty. */
+    long long tat = ((long long)ts.tv_sec + 32) * 1000000000LL;
+    unsigned char buf[64];
+    size_t n = 0;
+    buf[n++] = 7; /* a module value */
+    n += put_len64(buf + n, module_type_id("rlim-gcra", 0));
+    buf[n++] = 2; /* an unsigned integer: the TAT */
+    n += put_len64(buf + n, (unsigned long long)tat);
+    buf[n++] = 0; /* end of the value */
+    n = seal_dump(buf, n);
+    IT_STATUS(redisCommand(c, "RESTORE old 0 %b", buf, n), "OK");
+    IT_STATUS(it_cmd(c, "TYPE old"), "rlim-gcra");
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 1);
+    redisReply *r = it_cmd(c, "CL.THROTTLE old 15 30 60");
+    cr_assert(r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 1,
+              "the restored full bucket was not limited");
+    freeReplyObject(r);
+    /* A GCRA call that fits (a bigger burst) writes it back as a string. */
+    IT_INTS(it_cmd(c, "GCRA old 31 30 60"), 0, 32, 15, -1, 34);
+    IT_STATUS(it_cmd(c, "TYPE old"), "string");
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 0);
     redisFree(c);
     rs_stop(s);
 }
@@ -457,7 +526,8 @@ Test(module, info_rlimit_and_top)
     cr_expect_eq(info_field(c, "rlimit", "rlimit_isallowed_allowed"), 10);
     cr_expect_eq(info_field(c, "rlimit", "rlimit_isallowed_denied"), 2);
     cr_expect_eq(info_field(c, "rlimit", "rlimit_near_limit"), 4);
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 3);
+    /* The module's own values: the window log (GCRA state is a Redis string). */
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 1);
 
     redisReply *r = it_cmd(c, "RLIMIT.TOP");
     cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 3, "RLIMIT.TOP: %zu", r->elements);
@@ -478,9 +548,12 @@ Test(module, info_rlimit_and_top)
     IT_ERR(it_cmd(c, "RLIMIT.TOP LIMIT 1"), "ERR syntax error");
 
     /* limiter_keys follows the keys: deletion, expiry-free overwrite, restart from RDB. */
-    IT_INT(it_cmd(c, "DEL w"), 1);
+    IT_INT(it_cmd(c, "ISALLOWED v act 3600 10"), 1);
+    IT_INT(it_cmd(c, "ISALLOWED w act 3600 10"), 1);
+    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 3);
+    IT_INT(it_cmd(c, "DEL hist:{w}:act"), 1);
     cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 2);
-    IT_STATUS(it_cmd(c, "SET t x"), "OK");
+    IT_STATUS(it_cmd(c, "SET hist:{v}:act x"), "OK");
     cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 1);
     IT_STATUS(it_cmd(c, "DEBUG RELOAD"), "OK");
     cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 1);

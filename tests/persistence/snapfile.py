@@ -3,7 +3,7 @@
 persistence tests. Written from the document, not from src/snap.c, so that the daemon's files are
 checked against what the format promises another tool.
 
-  snapfile.py verify FILE         exit 0 if FILE is a valid version-1 to -4 snapshot; prints counts
+  snapfile.py verify FILE         exit 0 if FILE is a valid version-1 to -5 snapshot; prints counts
   snapfile.py dump FILE           one line per record: type key expiry value
   snapfile.py regions FILE        "name offset" for one byte of every region of the file
   snapfile.py flip FILE OFFSET    xor the byte at OFFSET with 0x01 (in place)
@@ -19,7 +19,7 @@ import ctypes.util
 import struct
 import sys
 
-TYPES = {1: "gcra", 2: "int", 3: "raw", 4: "wlog", 5: "zset", 6: "hash", 7: "list"}
+TYPES = {1: "gcra", 2: "int", 3: "raw", 4: "wlog", 5: "zset", 6: "hash", 7: "list", 8: "lease"}
 
 
 def xxh3(data):
@@ -56,7 +56,7 @@ def parse(b):
     if b[:8] != b"RLIMSNAP":
         raise Bad(0, "bad magic")
     version, flags, created, reserved = struct.unpack_from("<IIqq", b, 8)
-    if version not in (1, 2, 3, 4):
+    if version not in (1, 2, 3, 4, 5):
         raise Bad(8, "unsupported version %d" % version)
     if flags != 0:
         raise Bad(12, "unknown flags")
@@ -77,7 +77,7 @@ def parse(b):
             regions.append(("end-marker", at))
             break
         if (t not in TYPES or (t == 5 and version < 2) or (t == 6 and version < 3) or
-                (t == 7 and version < 4)):
+                (t == 7 and version < 4) or (t == 8 and version < 5)):
             raise Bad(at, "unknown type %d" % t)
         klen, off = varint(b, off, end)
         if klen > end - off:
@@ -148,6 +148,28 @@ def parse(b):
                     regions.append(("list-element", off))
                 value.append(bytes(b[off:off + elen]))
                 off += elen
+        elif t == 8:
+            if first:
+                regions.append(("lease-count", off))
+            n, off = varint(b, off, end)
+            if n == 0:
+                raise Bad(at, "empty lease set")
+            if end - off < 8 + 16 * n:
+                raise Bad(at, "lease set past the end")
+            if first:
+                regions.append(("lease-last-id", off))
+                regions.append(("lease-id", off + 8))
+                regions.append(("lease-expiry", off + 16))
+            (last_id,) = struct.unpack_from("<q", b, off)
+            off += 8
+            leases = []
+            for i in range(n):
+                lid, lexp = struct.unpack_from("<qq", b, off)
+                off += 16
+                if (leases and lid <= leases[-1][0]) or lid > last_id:
+                    raise Bad(at, "lease ids not ascending or above the highest id")
+                leases.append((lid, lexp))
+            value = (last_id, leases)
         elif t == 5:
             if first:
                 regions.append(("zset-count", off))

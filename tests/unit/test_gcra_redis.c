@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <time.h>
 
 #include "rlimitd/gcra.h"
@@ -211,7 +212,7 @@ static struct gcra_result step(struct key *k, const char *text, int64_t now)
     struct gcra_result r;
     const char *err = NULL;
 
-    if (k->has_tat && k->tat <= now)
+    if (k->has_tat && gcra_tat_expire(k->tat) != 0 && k->tat <= now)
         k->has_tat = 0; /* expired at its TAT */
     memset(&r, 0x5a, sizeof r);
     cr_assert_eq(gcra_redis_step(&a, now, k->has_tat, k->tat, &r, &err), 0, "%s: %s", text,
@@ -219,7 +220,7 @@ static struct gcra_result step(struct key *k, const char *text, int64_t now)
     cr_assert(r.limited == 0 || r.limited == 1);
     cr_assert_eq(r.store, !r.limited, "GCRA stores exactly when allowed");
     if (r.store) {
-        cr_assert_eq(r.new_tat % US, 0, "a GCRA TAT is whole microseconds");
+        cr_assert(r.new_tat < 0 || r.new_tat % US == 0, "a GCRA TAT is whole microseconds");
         k->has_tat = 1;
         k->tat = r.new_tat;
     }
@@ -333,14 +334,65 @@ Test(gcra_redis_step, tiny_interval)
 
 Test(gcra_redis_step, longest_period)
 {
-    /* Just under 1e12 s with capacity 1 would put the TAT ~31,700 years ahead: past the ns TAT's
-     * end (2262), reported as Redis reports its own end. With a million tokens per period the
-     * interval is 1e12 µs and it works. */
+    /* Just under 1e12 s with capacity 1 puts the TAT ~31,700 years ahead: past the nanoseconds'
+     * end (2262), so it is kept in microseconds (gcra.h, "the stored TAT"), as Redis keeps it. */
+    const int64_t ei = 999999999999990016LL; /* 999999999999.99 s in us, as a double gives it */
     struct key k = {0};
-    cr_expect_str_eq(step_err(&k, "GCRA l 0 1 999999999999.99", T0),
-                     GCRA_REDIS_ERR_OVERFLOW_TOKENS);
-    EXPECT_ROW(step(&k, "GCRA l 0 1000000 999999999999.99", T0), 0, 1, 0, -1, 1000000);
-    EXPECT_ROW(step(&k, "GCRA l 0 1000000 999999999999.99", T0), 1, 1, 0, 1000000, 1000000);
+    EXPECT_ROW(step(&k, "GCRA l 0 1 999999999999.99", T0), 0, 1, 0, -1, 1000000000000LL);
+    cr_expect_eq(k.tat, -(T0 / US + ei), "the TAT in microseconds, stored as its negation");
+    EXPECT_ROW(step(&k, "GCRA l 0 1 999999999999.99", T0 + 5 * SEC), 1, 1, 0, 999999999995LL,
+               999999999995LL);
+    /* Redis answers 0 2 1 -1 1000000000000: 999999999999e6 us is not a double, the nearest one
+     * is 64 us above, and that interval rounds the reset up to the next second. */
+    const int64_t ei2 = 999999999999000064LL;
+    struct key k2 = {0};
+    EXPECT_ROW(step(&k2, "GCRA k 1 1 999999999999", T0), 0, 2, 1, -1, 1000000000000LL);
+    cr_expect_eq(k2.tat, -(T0 / US + ei2));
+    /* The second token is there too; the third waits one interval. */
+    EXPECT_ROW(step(&k2, "GCRA k 1 1 999999999999", T0), 0, 2, 0, -1, 1999999999999LL);
+    cr_expect_eq(k2.tat, -(T0 / US + 2 * ei2));
+    EXPECT_ROW(step(&k2, "GCRA k 1 1 999999999999", T0), 1, 2, 0, 1000000000000LL,
+               1999999999999LL);
+    /* CL.THROTTLE's nanoseconds cannot reach that TAT: its range error, nothing changed. */
+    struct gcra_limits l;
+    struct gcra_result r;
+    const char *err = NULL;
+    cr_assert_eq(gcra_prepare(1, 1, 1, 1, &l, &err), 0);
+    cr_expect_eq(gcra_step(&l, T0, 1, k2.tat, &r, &err), -1);
+    cr_expect_str_eq(err, "TAT out of range: clock or arguments too large");
+}
+
+Test(gcra_redis_tat, stored_form_and_text)
+{
+    char buf[GCRA_TAT_TEXT_MAX];
+    int64_t v;
+    /* Up to INT64_MAX / 1000 us the TAT stays in nanoseconds; past it, microseconds. */
+    cr_expect_eq(gcra_tat_from_us(1), 1000);
+    cr_expect_eq(gcra_tat_from_us(GCRA_TAT_NS_MAX_US), GCRA_TAT_NS_MAX_US * 1000);
+    cr_expect_eq(gcra_tat_from_us(GCRA_TAT_NS_MAX_US + 1), -(GCRA_TAT_NS_MAX_US + 1));
+    cr_expect_eq(gcra_tat_from_us(INT64_MAX), -INT64_MAX);
+    cr_expect_eq(gcra_tat_expire(T0), T0);
+    cr_expect_eq(gcra_tat_expire(-(GCRA_TAT_NS_MAX_US + 1)), 0);
+    /* GET's text is nanoseconds either way, past int64 for the microsecond form. */
+    size_t n = gcra_tat_format(buf, T0);
+    cr_expect(n == 19 && memcmp(buf, "1700000000000000000", n) == 0);
+    n = gcra_tat_format(buf, -INT64_MAX);
+    cr_expect(n == 22 && memcmp(buf, "9223372036854775807000", n) == 0);
+    n = gcra_tat_format(buf, -(GCRA_TAT_NS_MAX_US + 1));
+    cr_expect(n == 19 && memcmp(buf, "9223372036854776000", n) == 0);
+    /* And back (rlimit.so keeps the state as a string). */
+    cr_expect(gcra_tat_parse("1700000000000000000", 19, &v) == 0 && v == T0);
+    cr_expect(gcra_tat_parse("9223372036854775807000", 22, &v) == 0 && v == -INT64_MAX);
+    cr_expect(gcra_tat_parse("9223372036854776000", 19, &v) == 0 &&
+              v == -(GCRA_TAT_NS_MAX_US + 1));
+    cr_expect(gcra_tat_parse("9223372036854775807", 19, &v) == 0 && v == INT64_MAX);
+    cr_expect(gcra_tat_parse("1", 1, &v) == 0 && v == 1);
+    /* Not something gcra_tat_format writes: refused. */
+    const char *bad[] = {"0", "-5", "", "01", "+1", "1.0", "abc", "9223372036854775808",
+                         "9223372036854775807001", "92233720368547758070000",
+                         "99999999999999999999000"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_expect_eq(gcra_tat_parse(bad[i], strlen(bad[i]), &v), -1, "%s", bad[i]);
 }
 
 Test(gcra_redis_step, overflow_of_each_product)
@@ -366,21 +418,28 @@ Test(gcra_redis_step, overflow_of_each_product)
 
 Test(gcra_redis_step, overflow_of_the_sum)
 {
-    /* max(now, TAT) + inc must stay a nanosecond TAT: INT64_MAX / 1000 µs at most. */
-    const int64_t end_us = INT64_MAX / 1000;
-    struct key k = {0};
-    EXPECT_ROW(step(&k, "GCRA s 0 1 1e-6", (end_us - 1) * US), 0, 1, 0, -1, 1);
-    cr_expect_eq(k.tat, end_us * US);
-    cr_expect_str_eq(step_err(&k, "GCRA s 5 1 1e-6", (end_us - 1) * US),
+    /* max(now, TAT) + inc must fit Redis's microseconds (INT64_MAX us). */
+    struct key k = {1, -(INT64_MAX - 5)};
+    cr_expect_str_eq(step_err(&k, "GCRA s 100 1 1e-6 TOKENS 6", T0),
                      GCRA_REDIS_ERR_OVERFLOW_TOKENS);
-    /* From a stored TAT, not only from now. */
-    struct key k2 = {1, (end_us - 5) * US};
-    cr_expect_str_eq(step_err(&k2, "GCRA s 100 1 1e-6 TOKENS 6", T0),
-                     GCRA_REDIS_ERR_OVERFLOW_TOKENS);
-    /* TOKENS 5 fits the sum but not the tolerance: limited, with the waits from T0. */
-    int64_t ttl_us = end_us - 5 - T0 / US;
-    EXPECT_ROW(step(&k2, "GCRA s 100 1 1e-6 TOKENS 5", T0), 1, 101, 0,
-               (ttl_us + 5 - 101 + 999999) / 1000000, (ttl_us + 999999) / 1000000);
+    cr_expect_eq(k.tat, -(INT64_MAX - 5), "an error changes nothing");
+    /* TOKENS 5 fits the sum but not the tolerance: limited, with the waits from T0 in Redis's
+     * double rounding. */
+    int64_t ttl_us = INT64_MAX - 5 - T0 / US;
+    double retry = (double)(ttl_us + 5 - 101) / 1e6, reset = (double)ttl_us / 1e6;
+    EXPECT_ROW(step(&k, "GCRA s 100 1 1e-6 TOKENS 5", T0), 1, 101, 0,
+               (int64_t)retry + ((double)(int64_t)retry < retry),
+               (int64_t)reset + ((double)(int64_t)reset < reset));
+    /* Where the two forms meet: a TAT at the last nanosecond microsecond, then one past it. */
+    const int64_t end_us = GCRA_TAT_NS_MAX_US;
+    struct key k2 = {0};
+    EXPECT_ROW(step(&k2, "GCRA s 1 1 1e-6", (end_us - 1) * US), 0, 2, 1, -1, 1);
+    cr_expect_eq(k2.tat, end_us * US);
+    EXPECT_ROW(step(&k2, "GCRA s 1 1 1e-6", (end_us - 1) * US), 0, 2, 0, -1, 1);
+    cr_expect_eq(k2.tat, -(end_us + 1));
+    EXPECT_ROW(step(&k2, "GCRA s 1 1 1e-6", (end_us - 1) * US), 1, 2, 0, 1, 1);
+    EXPECT_ROW(step(&k2, "GCRA s 1 1 1e-6", end_us * US), 0, 2, 0, -1, 1);
+    cr_expect_eq(k2.tat, -(end_us + 2));
 }
 
 Test(gcra_redis_step, shares_the_state_with_cl_throttle)
@@ -475,4 +534,151 @@ Test(gcra_redis_step, agrees_with_cl_throttle_on_whole_milliseconds)
                 k.tat = want.new_tat;
         }
     }
+}
+
+/* ---- a reference model of Redis's GCRA ----
+ * Written from COMMANDS.md "GCRA", "Arithmetic" and its error table alone, in Redis's unit (whole
+ * microseconds, a state of one TAT in microseconds) and Redis's order of checks. It shares nothing
+ * with gcra_redis.c, so the seeded comparison below catches a mistake in either. The key expires
+ * at its TAT, as the daemon expires it. */
+struct redis_model {
+    int has;
+    int64_t tat_us;
+};
+
+static int64_t model_ceil_s(int64_t us)
+{
+    double s = (double)us / 1000000.0;
+    int64_t t = (int64_t)s;
+    return (double)t < s ? t + 1 : t;
+}
+
+/* Returns 0 with the reply in out[5], or -1 with the error text. */
+static int model_gcra(struct redis_model *m, int64_t max_burst, int64_t tpp, double period,
+                      int64_t n, int64_t now_ns, int64_t out[5], const char **err)
+{
+    int64_t now = now_ns / 1000;
+    int64_t cap = max_burst == INT64_MAX ? INT64_MAX : max_burst + 1;
+    int64_t ei = (int64_t)(period * 1000000.0 / (double)tpp + 0.5);
+    if (ei < 1)
+        ei = 1;
+    if (m->has && m->tat_us <= GCRA_TAT_NS_MAX_US && m->tat_us * 1000 <= now_ns)
+        m->has = 0; /* expired at its TAT */
+    if (ei > INT64_MAX / n) {
+        *err = GCRA_REDIS_ERR_OVERFLOW_TOKENS;
+        return -1;
+    }
+    if (ei > INT64_MAX / cap) {
+        *err = GCRA_REDIS_ERR_OVERFLOW_BURST;
+        return -1;
+    }
+    int64_t dvt = ei * cap, inc = ei * n;
+    int64_t tat = m->has ? m->tat_us : now;
+    int64_t base = tat > now ? tat : now;
+    if (INT64_MAX - base < inc) {
+        *err = GCRA_REDIS_ERR_OVERFLOW_TOKENS;
+        return -1;
+    }
+    int64_t next_tat = base + inc, ttl;
+    out[3] = -1;
+    if (now < next_tat - dvt) {
+        out[0] = 1;
+        if (inc <= dvt)
+            out[3] = model_ceil_s(next_tat - dvt - now);
+        ttl = tat - now;
+    } else {
+        out[0] = 0;
+        ttl = next_tat - now;
+        m->has = 1;
+        m->tat_us = next_tat;
+    }
+    out[1] = cap;
+    out[2] = dvt - ttl > -ei ? (dvt - ttl) / ei : 0;
+    out[4] = model_ceil_s(ttl);
+    return 0;
+}
+
+static int64_t pick_i64(int kind)
+{
+    switch (kind % 4) {
+    case 0:
+        return rand() % 20;
+    case 1:
+        return rand() % 100000;
+    case 2:
+        return ((int64_t)rand() << 31 | rand()) % 1000000000000000LL;
+    default:
+        return INT64_MAX - rand() % 3;
+    }
+}
+
+/* Seeded comparison with the model over every range Redis accepts: tiny and huge periods (up to
+ * TATs kept in microseconds, past 2262), huge rates, bursts and token counts, overflow errors.
+ * GCRA_SEED replays a run. */
+Test(gcra_redis_step, matches_a_model_of_redis_arithmetic)
+{
+    unsigned seed = (unsigned)time(NULL);
+    const char *env = getenv("GCRA_SEED");
+    if (env != NULL)
+        seed = (unsigned)strtoul(env, NULL, 10);
+    srand(seed);
+    int calls = 0, errors = 0, micro = 0;
+    for (int limit = 0; limit < 400; limit++) {
+        int64_t max_burst = pick_i64(rand()), tpp = pick_i64(rand());
+        if (tpp < 1)
+            tpp = 1;
+        /* A period from 1e-6 s to just under 1e12 s, log-uniform, in %.17g so it parses back
+         * to the same double. */
+        double period = pow(10.0, -6.0 + 18.0 * rand() / ((double)RAND_MAX + 1.0));
+        char ptext[40];
+        snprintf(ptext, sizeof ptext, "%.17g", period);
+        period = strtod(ptext, NULL);
+        if (!(period > 0 && period < 1e12))
+            continue;
+        struct key k = {0};
+        struct redis_model m = {0};
+        int64_t now = T0 + (int64_t)(rand() % 1000) * SEC + rand() % 1000;
+        for (int call = 0; call < 12; call++, calls++) {
+            int64_t n = rand() % 3 ? 1 + rand() % 5 : pick_i64(rand());
+            if (n < 1)
+                n = 1;
+            now += rand() % 2 ? 0 : (int64_t)(rand() % 5000) * MS + rand() % 1000;
+            char text[200];
+            snprintf(text, sizeof text, "GCRA k %lld %lld %s TOKENS %lld", (long long)max_burst,
+                     (long long)tpp, ptext, (long long)n);
+            int64_t want[5];
+            const char *werr = NULL, *gerr = NULL;
+            int wrc = model_gcra(&m, max_burst, tpp, period, n, now, want, &werr);
+            struct gcra_redis_args a = parse_ok(text);
+            struct gcra_result r;
+            if (k.has_tat && gcra_tat_expire(k.tat) != 0 && k.tat <= now)
+                k.has_tat = 0;
+            int grc = gcra_redis_step(&a, now, k.has_tat, k.tat, &r, &gerr);
+            cr_assert_eq(grc, wrc, "seed %u (GCRA_SEED), limit %d call %d, %s: rc %d, model %d (%s)",
+                         seed, limit, call, text, grc, wrc, werr ? werr : gerr ? gerr : "");
+            if (wrc != 0) {
+                cr_assert_str_eq(gerr, werr, "seed %u, limit %d call %d, %s", seed, limit, call,
+                                 text);
+                errors++;
+                continue;
+            }
+            cr_assert(r.limited == want[0] && r.limit == want[1] && r.remaining == want[2] &&
+                          r.retry_after == want[3] && r.reset_after == want[4],
+                      "seed %u (GCRA_SEED), limit %d call %d, %s at +%lld ns: got [%d %lld %lld "
+                      "%lld %lld], model [%lld %lld %lld %lld %lld]",
+                      seed, limit, call, text, (long long)(now - T0), r.limited,
+                      (long long)r.limit, (long long)r.remaining, (long long)r.retry_after,
+                      (long long)r.reset_after, (long long)want[0], (long long)want[1],
+                      (long long)want[2], (long long)want[3], (long long)want[4]);
+            if (r.store) {
+                k.has_tat = 1;
+                k.tat = r.new_tat;
+                cr_assert_eq(k.tat, gcra_tat_from_us(m.tat_us), "seed %u: stored TAT", seed);
+                micro += k.tat < 0;
+            }
+        }
+    }
+    cr_log_info("seed %u: %d calls, %d overflow errors, %d TATs in microseconds", seed, calls,
+                errors, micro);
+    cr_expect_gt(micro, 0, "the run reached no TAT past 2262");
 }

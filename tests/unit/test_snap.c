@@ -30,6 +30,7 @@
 #include "rlimitd/clock.h"
 #include "rlimitd/conf.h"
 #include "rlimitd/keyspace.h"
+#include "rlimitd/lease.h"
 #include "rlimitd/persist.h"
 #include "rlimitd/reply.h"
 #include "rlimitd/snap.h"
@@ -264,6 +265,16 @@ static void collect_cb(void *ud, const struct ks_record *r)
         for (uint32_t i = 0; i < x->nts; i++)
             x->ts[i] = swlog_at(r->log, i);
         x->i = 0;
+    } else if (r->type == KS_LEASE) {
+        /* Compared as numbers: the highest id, then each lease's id and expiry. */
+        x->nts = 1 + 2 * r->leases->n;
+        x->ts = calloc(x->nts, sizeof(*x->ts));
+        cr_assert_not_null(x->ts);
+        x->ts[0] = r->leases->last_id;
+        for (uint32_t i = 0; i < r->leases->n; i++) {
+            x->ts[1 + 2 * i] = r->leases->l[i].id;
+            x->ts[2 + 2 * i] = r->leases->l[i].expire;
+        }
     }
 }
 
@@ -369,7 +380,7 @@ static const char bin_val[] = "\0\r\n\xff\x01 value";
 
 /* Keys that are live at SAVE_AT: 15 named + BULK. Expired by SAVE_AT (skipped on write): 3.
  * Expiring in (SAVE_AT, LOAD_LATE] (skipped on load): 3. */
-#define LIVE_AT_SAVE (15 + BULK)
+#define LIVE_AT_SAVE (17 + BULK)
 #define EXPIRED_AT_SAVE 3
 #define EXPIRING_BEFORE_LOAD 3
 
@@ -380,6 +391,13 @@ static void populate(struct keyspace *k)
     throttle(k, "short", 0, 1, 1, 1, T0, 1);                  /* expires T0 + 1 s: not written */
     throttle(k, "mid", 0, 1, 4, 1, T0, 1);                    /* T0 + 4 s: written, not loaded */
     throttle(k, "hourly", 99, 100, 3600, 7, T0 - 5 * SEC, 3); /* TAT far ahead */
+    /* GCRA's TAT past 2262, kept in microseconds (negative), without expiry. */
+    struct gcra_redis_args ga = {2, 1, 999999999999.0, 1};
+    struct gcra_result gr;
+    const char *gerr;
+    struct ks_key fk = kk(k, "far", 3);
+    cr_assert_eq(ks_gcra_redis_apply(k, &fk, T0, &ga, &gr, &gerr), KS_OK);
+    cr_assert(gr.store && gr.new_tat < 0);
     /* Counters. */
     struct ks_key c = kk(k, "counter", 7);
     int64_t out;
@@ -407,6 +425,17 @@ static void populate(struct keyspace *k)
     for (int i = 0; i < 10; i++) /* only max_count + 1 = 3 are kept */
         isallowed(k, "hist:{bob}:x", T0 - (10 - i) * 100 * MS, 60 * 1000, 2);
     isallowed(k, "hist:{eve}:y", T0, 1000, 5); /* expires T0 + 1 s: not written */
+    /* Leases: three held, one released, the last expiring an hour on. */
+    struct ks_key pk = kk(k, "pool", 4);
+    struct ks_lease_out lo;
+    int64_t first = 0;
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(ks_lease_acquire(k, &pk, T0 + i * MS, 10, (i + 1) * 900 * SEC, &lo), KS_OK);
+        cr_assert_neq(lo.id, 0);
+        first = i == 0 ? lo.id : first;
+    }
+    cr_assert_eq(ks_lease_release(k, &pk, T0 + 5 * MS, first, &lo), KS_OK);
+    cr_assert_eq(lo.done, 1);
     /* Enough keys for every shard, TATs all different. */
     for (int i = 0; i < BULK; i++) {
         char key[32];
@@ -447,6 +476,15 @@ Test(snap, round_trip_every_kind_of_state)
     cr_assert_eq(ks_get(fresh, &k, SAVE_AT, &v), KS_GCRA);
     cr_expect_eq(v.i, T0 + 32 * SEC);
     cr_expect_eq(ks_ttl_ns(fresh, &k, SAVE_AT), 30 * SEC);
+    k = kk(fresh, "far", 3);
+    cr_assert_eq(ks_get(fresh, &k, SAVE_AT, &v), KS_GCRA);
+    cr_expect_eq(v.i, -(T0 / 1000 + 999999999999000064LL));
+    cr_expect_eq(ks_ttl_ns(fresh, &k, SAVE_AT), -1);
+    k = kk(fresh, "pool", 4);
+    int64_t live;
+    cr_assert_eq(ks_lease_count(fresh, &k, SAVE_AT, &live), KS_OK);
+    cr_expect_eq(live, 3);
+    cr_expect_eq(ks_ttl_ns(fresh, &k, SAVE_AT), T0 + 3 * MS + 3600 * SEC - SAVE_AT);
     k = kk(fresh, "counter", 7);
     cr_assert_eq(ks_get(fresh, &k, SAVE_AT, &v), KS_INT);
     cr_expect_eq(v.i, 42);
@@ -560,12 +598,14 @@ Test(snap, expired_state_is_skipped_on_write)
     struct snap_info info;
     cr_assert_eq(snap_read(path, NULL, NULL, &info, err, sizeof(err)), 0, "%s", err);
     cr_expect_eq(info.records, LIVE_AT_SAVE);
-    /* GCRA: user123, mid, hourly + bulk; short expired. Counters: counter, min, max, ttl3,
+    /* GCRA: user123, mid, hourly, far + bulk; short expired. Counters: counter, min, max, ttl3,
      * long key; gone expired. Strings: "", empty, bin, big, soon. Logs: alice, bob; eve gone. */
-    cr_expect_eq(info.by_type[KS_GCRA], 3 + BULK);
+    cr_expect_eq(info.by_type[KS_GCRA], 4 + BULK);
     cr_expect_eq(info.by_type[KS_INT], 5);
     cr_expect_eq(info.by_type[KS_RAW], 5);
     cr_expect_eq(info.by_type[KS_SWLOG], 2);
+    cr_expect_eq(info.by_type[KS_LEASE], 1);
+    cr_expect_eq(info.leases, 3);
     cr_expect_eq(info.timestamps, 9 + 3);
     cr_expect_eq(info.version, SNAP_VERSION);
     cr_expect_eq(info.created_ns, SAVE_AT);
@@ -781,7 +821,7 @@ static unsigned char *small_file(struct layout *L, size_t *len)
     unsigned char *buf = slurp(path, len);
     cr_assert_eq(*len, L->size);
     cr_assert_eq(L->size, 32 + 19 + 19 + 14 + 23 + 17, "the layout of docs/SNAPSHOT.md");
-    cr_assert_arr_eq(buf, "RLIMSNAP\x04\0\0\0\0\0\0\0", 16);
+    cr_assert_arr_eq(buf, "RLIMSNAP\x05\0\0\0\0\0\0\0", 16);
     cr_assert_eq(buf[L->marker], 0xff);
     cr_assert_eq(buf[L->count], 4);
     cr_assert_eq(buf[L->wl_delta], 100);
@@ -835,8 +875,9 @@ Test(snap, a_flipped_byte_in_any_region_is_refused)
     } cases[] = {
         {"magic", 0, "magic"},
         {"magic end", 7, "magic"},
-        /* bit 0 of 4 gives 5, a version from the future */
-        {"version", 8, "unsupported format version"},
+        /* bit 0 of 5 gives 4, an older version the checksum refuses; the other bits give
+         * versions this reader does not know */
+        {"version", 8, NULL},
         {"version high byte", 11, "unsupported format version"},
         {"flags", 12, "flags"},
         {"created", 16, NULL},
@@ -1343,6 +1384,8 @@ Test(snap, sorted_sets_round_trip_exactly)
 Test(snap, version_1_files_still_load)
 {
     populate(ks);
+    struct ks_key pool = kk(ks, "pool", 4);
+    cr_assert_eq(ks_del(ks, &pool, SAVE_AT), 1); /* lease sets came with version 5 */
     char err[512] = "";
     uint64_t written;
     cr_assert_eq(save_ks(ks, tmpdir, "dump.snap", SAVE_AT, &written, err, sizeof(err)), 0, "%s",
@@ -1378,6 +1421,79 @@ Test(snap, a_sorted_set_in_a_version_1_file_is_refused)
     buf[8] = 1;
     rechecksum(buf, len);
     expect_refused(buf, len, "unknown record type 5", "a sorted set under version 1");
+    free(buf);
+}
+
+/* Lease sets came with version 5: a version-4 file holding one is refused; a version-4 file
+ * without one, and a GCRA TAT in microseconds (a negative value, which version 4 could not
+ * hold but also did not refuse), load. */
+Test(snap, a_lease_set_in_a_version_4_file_is_refused)
+{
+    struct ks_key pool = kk(ks, "pool", 4);
+    struct ks_lease_out lo;
+    cr_assert_eq(ks_lease_acquire(ks, &pool, SAVE_AT, 3, 60 * SEC, &lo), KS_OK);
+    char err[512] = "";
+    uint64_t written;
+    cr_assert_eq(save_ks(ks, tmpdir, "dump.snap", SAVE_AT, &written, err, sizeof(err)), 0, "%s",
+                 err);
+    size_t len;
+    unsigned char *buf = slurp(path, &len);
+    cr_assert_eq(buf[8], 5);
+    buf[8] = 4;
+    rechecksum(buf, len);
+    expect_refused(buf, len, "unknown record type 8", "a lease set under version 4");
+    free(buf);
+    /* Without it, version 4 loads. */
+    cr_assert_eq(ks_del(ks, &pool, SAVE_AT), 1);
+    struct ks_key g = kk(ks, "g", 1);
+    struct gcra_limits lim;
+    struct gcra_result r;
+    const char *why;
+    cr_assert_eq(gcra_prepare(1, 1, 60, 1, &lim, &why), 0);
+    cr_assert_eq(ks_gcra_apply(ks, &g, SAVE_AT, &lim, &r, &why), KS_OK);
+    cr_assert_eq(save_ks(ks, tmpdir, "dump.snap", SAVE_AT, &written, err, sizeof(err)), 0, "%s",
+                 err);
+    buf = slurp(path, &len);
+    buf[8] = 4;
+    rechecksum(buf, len);
+    spit(path, buf, len);
+    free(buf);
+    struct keyspace *fresh = ks_create(4, seed);
+    struct loader l = {fresh, SAVE_AT, 0, 0, 0, 0};
+    cr_assert_eq(snap_read(path, load_cb, &l, NULL, err, sizeof(err)), 0, "%s", err);
+    cr_expect_eq(ks_key_count(fresh), 1);
+    ks_destroy(&fresh);
+}
+
+/* A lease set's record is checked: ids ascending, none above the highest handed out. */
+Test(snap, a_lease_set_with_ids_out_of_order_is_refused)
+{
+    struct ks_key pool = kk(ks, "pool", 4);
+    struct ks_lease_out lo;
+    int64_t ids[2];
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(ks_lease_acquire(ks, &pool, SAVE_AT + i * 1000, 3, 60 * SEC, &lo), KS_OK);
+        ids[i] = lo.id;
+    }
+    char err[512] = "";
+    uint64_t written;
+    cr_assert_eq(save_ks(ks, tmpdir, "dump.snap", SAVE_AT, &written, err, sizeof(err)), 0, "%s",
+                 err);
+    size_t len;
+    unsigned char *buf = slurp(path, &len);
+    /* The record: type, key length, "pool", expiry, count, highest id, then (id, expiry) pairs.
+     * Swap the two ids. */
+    unsigned char want[8];
+    for (int b = 0; b < 8; b++)
+        want[b] = (unsigned char)((uint64_t)ids[0] >> (8 * b));
+    unsigned char *first = memmem(buf, len, want, 8);
+    cr_assert_not_null(first);
+    for (int b = 0; b < 8; b++) {
+        first[b] = (unsigned char)((uint64_t)ids[1] >> (8 * b));
+        first[16 + b] = (unsigned char)((uint64_t)ids[0] >> (8 * b));
+    }
+    rechecksum(buf, len);
+    expect_refused(buf, len, "lease ids not ascending", "lease ids swapped");
     free(buf);
 }
 
