@@ -36,18 +36,24 @@ Test(gcra, tat_is_whole_microseconds_and_pttl_ends_at_it)
 {
     struct it_daemon *d = it_start(NULL);
     redisContext *c = it_connect(d->port);
-    /* EI = 2.5 s / 1000 = 2500 µs. The TAT is the call's clock in µs plus one interval. */
+    /* EI = 2500 s / 1000 = 2.5 s (a whole number of µs, and long enough that the key, which
+     * expires at its TAT, outlives the calls after it on a busy machine). The TAT is the
+     * call's clock in µs plus one interval; reset_after is 2.5 s rounded up. */
     long long t0 = realtime_ns();
-    IT_INTS(it_cmd(c, "GCRA k 5 1000 2.5"), 0, 6, 5, -1, 1);
+    IT_INTS(it_cmd(c, "GCRA k 5 1000 2500"), 0, 6, 5, -1, 3);
     long long t1 = realtime_ns();
     long long tat = bulk_ll(it_cmd(c, "GET k"));
     cr_expect_eq(tat % 1000, 0, "TAT %lld is not whole microseconds", tat);
-    cr_expect(tat >= t0 / 1000 * 1000 + 2500000 && tat <= t1 / 1000 * 1000 + 2500000,
-              "TAT %lld outside [%lld, %lld] + 2.5 ms", tat, t0, t1);
+    cr_expect(tat >= t0 / 1000 * 1000 + 2500000000LL && tat <= t1 / 1000 * 1000 + 2500000000LL,
+              "TAT %lld outside [%lld, %lld] + 2.5 s", tat, t0, t1);
     /* TOKENS 5 moves it by five intervals exactly. */
-    IT_INTS(it_cmd(c, "GCRA k 5 1000 2.5 TOKENS 5"), 0, 6, 0, -1, 1);
-    cr_expect_eq(bulk_ll(it_cmd(c, "GET k")), tat + 5 * 2500000LL);
-    tat += 5 * 2500000LL;
+    redisReply *r = it_cmd(c, "GCRA k 5 1000 2500 TOKENS 5");
+    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 5, "GCRA TOKENS 5: not 5 integers");
+    cr_expect_eq(r->element[0]->integer, 0);
+    cr_expect_eq(r->element[2]->integer, 0, "remaining");
+    freeReplyObject(r);
+    cr_expect_eq(bulk_ll(it_cmd(c, "GET k")), tat + 5 * 2500000000LL);
+    tat += 5 * 2500000000LL;
     /* PTTL counts down to the TAT: between the clock readings around it. */
     long long p0 = realtime_ns();
     long long pttl = it_int(it_cmd(c, "PTTL k"));
