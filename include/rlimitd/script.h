@@ -77,6 +77,18 @@ void script_note_write(void);
 int script_kill(int64_t older_than_ns, int force);
 /* Whether a script has been running for at least older_than_ns. */
 int script_busy(int64_t older_than_ns);
+/* Runs, on any thread, that have gone past busy-reply-threshold and not ended yet (each
+ * run's own thread counts it, from a count hook, DESIGN.md "Long scripts and BUSY"). The
+ * dispatcher reads it before every command: nonzero, only the commands Redis allows while
+ * busy run, besides commands whose keys no busy script can hold. */
+extern _Atomic int script_busy_runs;
+/* Of those, the runs that declared no keys: they may build key names themselves, so no key
+ * is out of their reach. */
+extern _Atomic int script_busy_unbounded;
+/* Set once before any script runs: where busy-reply-threshold (ms) is read, and what a busy
+ * run calls on its own thread every few ms to answer that thread's other connections
+ * (serve(ud); NULL: nothing). */
+void script_busy_init(const int64_t *threshold_ms, void (*serve)(void *ud), void *ud);
 /* Bytes held by every thread's engine (INFO used_memory_lua), each engine's share current to
  * within 64 KiB and exactly after each script. */
 uint64_t script_engine_memory(void);

@@ -9,14 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "rlimitd/clock.h"
 #include "rlimitd/log.h"
 #include "client.h"
 
 static void process(struct client *c);
-static void flush(struct client *c);
-static void publish(struct client *c);
 static size_t client_memory(const struct client *c);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
@@ -173,17 +172,17 @@ static void on_write(uv_write_t *req, int status)
     }
     if (c->state == CLIENT_CLOSING)
         return;
-    flush(c);
+    client_flush(c);
     if (c->state == CLIENT_DRAINING) {
         if (pending_output(c) == 0)
             client_close(c);
         return;
     }
     if (!resume_if_drained(c))
-        publish(c);
+        client_publish(c);
 }
 
-static void protocol_error(struct client *c, const char *what)
+void client_protocol_error(struct client *c, const char *what)
 {
     char msg[300];
     snprintf(msg, sizeof(msg), "ERR Protocol error: %s", what);
@@ -196,7 +195,7 @@ static void protocol_error(struct client *c, const char *what)
 
 /* Hands the collected replies to the kernel: one uv_try_write for the whole batch; whatever
  * the socket does not take is copied into a write of its own (the slow path: a full socket). */
-static void flush(struct client *c)
+void client_flush(struct client *c)
 {
     if (c->inflight != NULL || c->state == CLIENT_CLOSING)
         return;
@@ -246,7 +245,7 @@ static size_t client_memory(const struct client *c)
 /* Publishes this connection's buffer figures for CLIENT LIST on other threads. obl goes last,
  * with release: a reader that loads it first (acquire) and sees this batch's value sees the
  * other figures of this batch too. */
-static void publish(struct client *c)
+void client_publish(struct client *c)
 {
     if (c->state == CLIENT_CLOSING)
         return; /* no longer listed nor counted */
@@ -275,8 +274,8 @@ static void queue_flush(struct client *c)
     if (c->queued || c->state == CLIENT_CLOSING)
         return;
     if (c->out.len == 0) {
-        flush(c); /* nothing to send: gives the buffer back now */
-        publish(c);
+        client_flush(c); /* nothing to send: gives the buffer back now */
+        client_publish(c);
         return;
     }
     struct io_thread *t = c->thread;
@@ -298,10 +297,25 @@ static void flush_queued(struct io_thread *t)
         t->flush_list = c->flush_next;
         c->flush_next = NULL;
         c->queued = 0;
-        flush(c);
+        client_flush(c);
         if (!resume_if_drained(c)) /* it queues c again */
-            publish(c);
+            client_publish(c);
     }
+}
+
+void client_flush_queued_except(struct io_thread *t, struct client *keep)
+{
+    int keep_queued = keep != NULL && keep->queued;
+    if (keep_queued) { /* out of the list, back in afterwards */
+        struct client **pp = &t->flush_list;
+        while (*pp != keep)
+            pp = &(*pp)->flush_next;
+        *pp = keep->flush_next;
+        keep->queued = 0;
+    }
+    flush_queued(t);
+    if (keep_queued)
+        queue_flush(keep);
 }
 
 static void on_flush_check(uv_check_t *h)
@@ -332,12 +346,14 @@ static void process(struct client *c)
         if (st == RESP_NEED_MORE)
             break;
         if (st == RESP_ERROR) {
-            protocol_error(c, resp_error(&c->resp));
+            client_protocol_error(c, resp_error(&c->resp));
             break;
         }
         __atomic_store_n(&c->session.last_mono_ns, (int64_t)uv_now(&c->thread->loop) * 1000000,
                          __ATOMIC_RELAXED);
+        c->thread->running = c; /* a busy script's serve leaves its input and replies alone */
         cmd_execute(net->env, &c->session, cmd.argc, cmd.argv, cmd.lens, &c->out);
+        c->thread->running = NULL;
         if (c->session.flags & SESSION_CLOSE_AFTER_REPLY)
             client_close_after_flush(c);
         else if (atomic_load_explicit(&c->kill, memory_order_relaxed))
@@ -349,7 +365,7 @@ static void process(struct client *c)
         resp_settle(&c->resp);
     /* Published before the replies go out too: a client that got them and asks CLIENT LIST on
      * another connection sees its query buffer as it is now. */
-    publish(c);
+    client_publish(c);
     queue_flush(c);
     /* Reading again after a pause: resume_if_drained, once the replies are with the kernel. */
     if (c->state == CLIENT_ACTIVE && !c->reading)
@@ -366,8 +382,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         snprintf(what, sizeof(what), "query buffer limit exceeded (client-query-buffer-limit %lld)",
                  (long long)CONF_GET(c->thread->net->conf, client_query_buffer_limit));
         resp_deinit(&c->resp);
-        protocol_error(c, what);
-        flush(c);
+        client_protocol_error(c, what);
+        client_flush(c);
         return;
     }
     if (nread <= 0) {
@@ -398,7 +414,7 @@ static void format_addr(const struct sockaddr_storage *ss, char *out, size_t out
     snprintf(out, outlen, "%s:%d", host, port);
 }
 
-static struct resp_limits current_limits(struct net_shared *net)
+struct resp_limits client_limits(struct net_shared *net)
 {
     struct resp_limits lim;
     pthread_mutex_lock(&net->env->conf_lock);
@@ -411,7 +427,7 @@ static struct resp_limits current_limits(struct net_shared *net)
 
 void client_thread_init(struct io_thread *t)
 {
-    struct resp_limits lim = current_limits(t->net);
+    struct resp_limits lim = client_limits(t->net);
     resp_shared_init(&t->resp, &lim);
     rbuf_init(&t->spare_out);
     t->flush_list = NULL;
@@ -428,7 +444,7 @@ void client_thread_init(struct io_thread *t)
 
 void client_thread_config(struct io_thread *t)
 {
-    struct resp_limits lim = current_limits(t->net);
+    struct resp_limits lim = client_limits(t->net);
     resp_shared_set_limits(&t->resp, &lim);
 }
 
@@ -442,11 +458,20 @@ void client_thread_deinit(struct io_thread *t)
 {
     resp_shared_deinit(&t->resp);
     rbuf_free(&t->spare_out);
+    if (t->busy_resp_ready)
+        resp_shared_deinit(&t->busy_resp);
+    t->busy_resp_ready = 0;
+    free(t->busy_pfd);
+    free(t->busy_cl);
+    t->busy_pfd = NULL;
+    t->busy_cl = NULL;
+    t->busy_cap = 0;
 }
+
+static void client_start(struct io_thread *t, struct client *c, int is_unix);
 
 void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
 {
-    struct net_shared *net = t->net;
     struct client *c = xcalloc(1, sizeof(*c));
     c->thread = t;
     c->h.handle.data = c;
@@ -458,6 +483,35 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
         uv_close(&c->h.handle, (uv_close_cb)free);
         return;
     }
+    client_start(t, c, is_unix);
+}
+
+struct client *client_adopt(struct io_thread *t, int fd, int is_unix)
+{
+    struct client *c = xcalloc(1, sizeof(*c));
+    c->thread = t;
+    c->h.handle.data = c;
+    int rc;
+    if (is_unix) {
+        uv_pipe_init(&t->loop, &c->h.pipe, 0);
+        rc = uv_pipe_open(&c->h.pipe, fd);
+    } else {
+        uv_tcp_init(&t->loop, &c->h.tcp);
+        rc = uv_tcp_open(&c->h.tcp, fd);
+    }
+    if (rc != 0) {
+        close(fd);
+        uv_close(&c->h.handle, (uv_close_cb)free);
+        return NULL;
+    }
+    client_start(t, c, is_unix);
+    return c;
+}
+
+/* A connection just accepted (or adopted) joins the lists and starts reading. */
+static void client_start(struct io_thread *t, struct client *c, int is_unix)
+{
+    struct net_shared *net = t->net;
     rbuf_init(&c->out);
     session_init(&c->session, atomic_fetch_add(&net->next_client_id, 1) + 1, &t->stats);
     c->session.authed = !atomic_load(&net->env->auth_required);
@@ -502,14 +556,14 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
     pthread_mutex_unlock(&net->lock);
     int64_t n = atomic_fetch_add(&net->nclients, 1) + 1;
     stats_add(&t->stats.connections, 1);
-    publish(c);
+    client_publish(c);
 
     int64_t maxclients = __atomic_load_n(&net->conf->maxclients, __ATOMIC_RELAXED);
     if (n > maxclients) {
         stats_add(&t->stats.rejected_conns, 1);
         reply_error(&c->out, "ERR max number of clients reached");
         c->state = CLIENT_ACTIVE;
-        flush(c);
+        client_flush(c);
         client_close_after_flush(c);
         return;
     }

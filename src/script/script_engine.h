@@ -72,6 +72,9 @@ struct engine {
     pthread_t thread;           /* the one thread that runs this state */
     int thread_gone;            /* under engines_lock: that thread has ended */
     _Atomic int wrote;          /* the running script has run a write command */
+    int busy;                   /* this run is counted in script_busy_runs (2: and unbounded) */
+    int nkeys;                  /* keys the running script declared */
+    int64_t last_serve;         /* when this run last served its thread's connections */
     struct engine *next;
 };
 

@@ -98,8 +98,11 @@ static void kill_hook(lua_State *L, lua_Debug *ar)
  * its creator: a coroutine's, a kill's, or a fuzz build's budget) keeps it. */
 #define COROUTINE_CHECK 1000
 
+static void busy_check(struct engine *e);
+
 static void coroutine_hook(lua_State *L, lua_Debug *ar)
 {
+    busy_check(engine_of(L));
     if (!killed(engine_of(L)))
         return;
     lua_sethook(L, kill_hook, LUA_MASKCOUNT, 1);
@@ -184,6 +187,82 @@ int guard_libs(lua_State *L)
     wrap_lib_fn(L, LUA_STRLIBNAME, "gsub", l_pattern_guard);
     wrap_lib_fn(L, LUA_STRLIBNAME, "rep", l_rep_guard);
     return 0;
+}
+
+/* Busy runs. Every run starts with a count hook (Redis sets the same one: Lua then only counts
+ * instructions down, and the hook costs a clock read per BUSY_CHECK_COUNT of them). Past
+ * busy-reply-threshold the run counts itself in script_busy_runs, which every thread's
+ * dispatcher reads, and from then on calls busy_serve every BUSY_SERVE_EVERY_NS: the network
+ * layer answers this thread's other connections there (BUSY, SCRIPT KILL, SHUTDOWN NOSAVE, the
+ * few commands Redis allows), since its loop cannot run until the script returns. The serve
+ * function runs on this thread inside the hook: it must not run Lua, nor a command that takes
+ * shards or the thread's per-command scratch (the dispatcher's restricted mode sees to that).
+ * A kill replaces this hook with kill_hook (signal handler); that run then ends at its next
+ * instruction. */
+#define BUSY_CHECK_COUNT 100000
+#define BUSY_SERVE_EVERY_NS (2 * 1000000)
+#define BUSY_DEFAULT_MS 5000
+
+_Atomic int script_busy_runs;
+_Atomic int script_busy_unbounded;
+static const int64_t *busy_threshold_ms;
+static void (*busy_serve)(void *ud);
+static void *busy_serve_ud;
+
+void script_busy_init(const int64_t *threshold_ms, void (*serve)(void *ud), void *ud)
+{
+    busy_threshold_ms = threshold_ms;
+    busy_serve = serve;
+    busy_serve_ud = ud;
+}
+
+static void busy_check(struct engine *e)
+{
+    if (e->cur_start == 0)
+        return;
+    int64_t now = clock_mono_ns();
+    if (!e->busy) {
+        int64_t ms = busy_threshold_ms != NULL
+                         ? __atomic_load_n(busy_threshold_ms, __ATOMIC_RELAXED)
+                         : BUSY_DEFAULT_MS;
+        if (now - e->cur_start < ms * 1000000)
+            return;
+        e->busy = e->nkeys == 0 ? 2 : 1;
+        if (e->nkeys == 0)
+            atomic_fetch_add(&script_busy_unbounded, 1);
+        atomic_fetch_add(&script_busy_runs, 1);
+    }
+    if (busy_serve != NULL && now - e->last_serve >= BUSY_SERVE_EVERY_NS) {
+        e->last_serve = now;
+        busy_serve(busy_serve_ud);
+    }
+}
+
+static void busy_hook(lua_State *L, lua_Debug *ar)
+{
+    struct engine *e = engine_of(L);
+    if (killed(e)) { /* the kill's signal has not been handled yet */
+        lua_sethook(L, kill_hook, LUA_MASKCOUNT, 1);
+        kill_hook(L, ar);
+    }
+    busy_check(e);
+}
+
+void busy_watch_start(lua_State *L, struct engine *e)
+{
+    e->busy = 0;
+    e->last_serve = 0;
+    lua_sethook(L, busy_hook, LUA_MASKCOUNT, BUSY_CHECK_COUNT);
+}
+
+void busy_watch_end(struct engine *e)
+{
+    if (e->busy) {
+        if (e->busy == 2)
+            atomic_fetch_sub(&script_busy_unbounded, 1);
+        e->busy = 0;
+        atomic_fetch_sub(&script_busy_runs, 1);
+    }
 }
 
 static void on_kill_signal(int signum)

@@ -165,7 +165,20 @@ def t_redis_log(srv):
 
 def find_other_thread_pair(srv):
     """Two connections served by different I/O threads: while conn a runs a long script, a
-    PING on b is answered before a's reply exists."""
+    PING on b is answered before a's reply exists. The threshold is raised meanwhile: past it,
+    the script's own thread answers its other connections (BUSY) too, and every thread answers
+    PING BUSY."""
+    setter = srv.conn()
+    old = setter.value("CONFIG", "GET", "busy-reply-threshold")[1]
+    setter.value("CONFIG", "SET", "busy-reply-threshold", "600000")
+    try:
+        return find_pair(srv)
+    finally:
+        setter.value("CONFIG", "SET", "busy-reply-threshold", old)
+        setter.close()
+
+
+def find_pair(srv):
     for attempt in range(6):
         n = 400000 * (4 ** min(attempt, 3))
         a = srv.conn()
@@ -178,7 +191,7 @@ def find_other_thread_pair(srv):
             r, _, _ = select.select([b.sock], [], [], 5)
             if not r:
                 continue
-            b.raw()
+            check(b.raw() == b"+PONG\r\n", "PING on another thread")
             ra, _, _ = select.select([a.sock], [], [], 0)
             if ra:
                 break  # a finished: the spin was too short this time
@@ -398,6 +411,7 @@ def t_busy_and_kill(srv):
     a, b = find_other_thread_pair(srv)
     try:
         body = "while true do end"
+        sha = parse(b.call("SCRIPT", "LOAD", body))  # before: BUSY while the script runs
         a.send("EVAL", body, "1", "busy:k")
         wait_busy(b, "busy:k")
         check(b.value("SET", free_key(b, "busy:other"), "1") == b"OK",
@@ -405,8 +419,8 @@ def t_busy_and_kill(srv):
         check(b.value("EVAL", "return redis.call('incr', KEYS[1])", "1",
                       free_key(b, "busy:other2")) == 1,
               "other scripts keep running")
+        check(b.call("PING") == BUSY, "keyless commands get BUSY, as in Redis")
         check(b.call("SCRIPT", "KILL") == b"+OK\r\n", "SCRIPT KILL")
-        sha = parse(b.call("SCRIPT", "LOAD", body))
         check(a.raw() == b"-ERR Script killed by user with SCRIPT KILL... script: %s, on "
               b"@user_script:1.\r\n" % sha, "the killed script's reply")
         check(b.value("GET", "busy:k") is None, "its key is free again")
