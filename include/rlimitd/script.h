@@ -66,6 +66,9 @@ typedef void (*script_call_fn)(void *ud, int argc, char **argv, const size_t *le
 void script_run(const char *sha, script_call_fn call, void *call_ud, int64_t start_ns,
                 char **keys, const size_t *klens, int nkeys, char **args, const size_t *alens,
                 int nargs, struct rbuf *out);
+/* Stops this thread's running script at its next instruction, as a kill does (no pcall
+ * catches it): its caller runs it again and drops the reply of this run. */
+void script_stop_for_rerun(void);
 /* Records that the running script (this thread's) wrote: SCRIPT KILL then refuses it. */
 void script_note_write(void);
 /* SCRIPT KILL: asks every script running for at least older_than_ns to stop (at its next

@@ -313,6 +313,15 @@ void fuzz_budget_start(lua_State *L)
 }
 #endif
 
+void script_stop_for_rerun(void)
+{
+    struct engine *e = tl_engine;
+    if (e == NULL || e->cur_start == 0)
+        return;
+    atomic_store(&e->kill_start, e->cur_start);
+    lua_sethook(e->L, kill_hook, LUA_MASKCOUNT, 1);
+}
+
 void script_note_write(void)
 {
     if (tl_engine != NULL)
