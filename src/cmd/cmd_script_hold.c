@@ -12,6 +12,7 @@
 #include "rlimitd/clock.h"
 #include "rlimitd/script.h"
 #include "cmd_run.h"
+#include "cmd_shard_lock.h"
 #include "cmd_table.h"
 
 /* ---- redis.call ---- */
@@ -28,9 +29,10 @@ static void mark(struct script_hold *h, unsigned shard)
 }
 
 /* Takes a shard the script did not declare for the rest of its run (recorded in `extra`, with
- * its BUSY marker). Blocking only for a shard above every held one, so lock order stays
- * ascending; otherwise one trylock. -1 if it cannot be had without waiting out of order, or
- * inside EXEC (the transaction's set is fixed). */
+ * its BUSY marker). Waiting only for a shard above every held one, so lock order stays
+ * ascending, and only as a client's command waits (not past a busy script's threshold);
+ * otherwise one trylock. -1 if it cannot be had so, or inside EXEC (the transaction's set is
+ * fixed). */
 static int hold_more(struct script_hold *h, unsigned shard)
 {
     struct keyspace *ks = h->x->env->ks;
@@ -39,7 +41,8 @@ static int hold_more(struct script_hold *h, unsigned shard)
     if (h->x->all_locked)
         return -1;
     if ((int)shard > h->max_held) {
-        ks_lock(ks, shard);
+        if (lock_or_busy(h->x->env, shard) != 0)
+            return -1; /* a busy script holds it */
         h->max_held = (int)shard;
     } else if (ks_trylock(ks, shard) != 0) {
         return -1;
@@ -176,20 +179,23 @@ void script_hold_release(struct script_hold *h)
 {
     struct cmd_env *env = h->x->env;
     struct keyspace *ks = env->ks;
-    for (unsigned w = 0; w < SHARD_WORDS && env->script_since != NULL; w++) {
-        uint64_t bits = h->all ? (w * 64 < ks_nshards(ks) ? ~0ull : 0) : h->held[w] | h->extra[w];
-        while (bits != 0) {
-            unsigned shard = w * 64 + (unsigned)__builtin_ctzll(bits);
-            bits &= bits - 1;
-            if (shard < ks_nshards(ks))
+    if (env->script_since != NULL) {
+        if (h->all) {
+            for (unsigned shard = 0; shard < ks_nshards(ks); shard++)
                 atomic_store(&env->script_since[shard], 0);
+        } else {
+            for (int i = 0; i < h->nkeys; i++)
+                atomic_store(&env->script_since[ks_shard(ks, &h->keys[i])], 0);
         }
     }
     for (unsigned w = 0; w < SHARD_WORDS && h->nextra > 0; w++) {
         uint64_t bits = h->extra[w];
         while (bits != 0) {
-            ks_unlock(ks, w * 64 + (unsigned)__builtin_ctzll(bits));
+            unsigned shard = w * 64 + (unsigned)__builtin_ctzll(bits);
             bits &= bits - 1;
+            if (env->script_since != NULL)
+                atomic_store(&env->script_since[shard], 0);
+            ks_unlock(ks, shard);
             h->nextra--;
         }
         h->extra[w] = 0;

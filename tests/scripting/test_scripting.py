@@ -82,19 +82,30 @@ def t_undeclared_atomic(srv):
 
 
 def t_undeclared_waits_for_a_holder(srv):
-    """A script reading an undeclared key whose shard a long script on another thread holds gets
-    that script's write (it waits, or runs again holding every shard), never an error."""
+    """A script reaching an undeclared key whose shard another script holds waits for it (or
+    runs again holding every shard) and never fails: it sees the other script's write or runs
+    before it. Once the holder is past busy-reply-threshold, it gets BUSY like a command on
+    that key."""
     c = srv.conn()
     c.value("CONFIG", "SET", "busy-reply-threshold", "600000")
     a, b = find_other_thread_pair(srv)
+    spin = "redis.call('set', KEYS[1], 'A') local x = 0 for i = 1, tonumber(ARGV[1]) do " \
+           "x = x + i end return 1"
+    probes = ["uw:q%d" % i for i in range(32)]
+    reader = "for i = 1, #ARGV do redis.call('get', ARGV[i]) end return redis.call('get', 'uw:p')"
     try:
-        a.send("EVAL", "redis.call('set', KEYS[1], 'A') local x = 0 for i = 1, "
-               "tonumber(ARGV[1]) do x = x + i end return 1", "1", "uw:p", "30000000")
-        probes = ["uw:q%d" % i for i in range(32)]
-        v = b.value("EVAL", "for i = 1, #ARGV do redis.call('get', ARGV[i]) end "
-                    "return redis.call('get', 'uw:p')", "0", *probes)
-        check(v == b"A", "the holder's write, after it: %r" % v)
-        check(parse(a.raw()) == 1, "the long script's reply")
+        a.send("EVAL", spin, "1", "uw:p", "3000000")
+        v = b.value("EVAL", reader, "0", *probes)
+        check(v in (None, b"A"), "before or after the holder, never an error: %r" % v)
+        check(parse(a.raw()) == 1, "the holder's reply")
+        c.value("CONFIG", "SET", "busy-reply-threshold", "200")
+        c.value("DEL", "uw:p")
+        a.send("EVAL", spin, "1", "uw:p", "300000000")
+        wait_busy(b, "uw:p")
+        r = b.call("EVAL", reader, "0", *probes)
+        check(r == BUSY, "a busy holder: %r" % r)
+        check(parse(a.raw()) == 1, "the holder ran to its end")
+        check(b.value("EVAL", reader, "0", *probes) == b"A", "its write, after it")
     finally:
         c.value("CONFIG", "SET", "busy-reply-threshold", "5000")
 
