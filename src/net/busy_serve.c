@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "rlimitd/alloc.h"
 
@@ -36,6 +37,47 @@ void busy_serve_thread(struct io_thread *t)
     tl_thread = t;
 }
 
+/* Writes the replies queued for the end of this loop turn, except the running connection's
+ * (kept queued: its command is not done). */
+static void flush_others(struct io_thread *t, struct client *keep)
+{
+    int keep_queued = keep != NULL && keep->queued;
+    if (keep_queued) {
+        struct client **pp = &t->flush_list;
+        while (*pp != keep)
+            pp = &(*pp)->flush_next;
+        *pp = keep->flush_next;
+        keep->flush_next = NULL;
+        keep->queued = 0;
+    }
+    client_flush_queued(t);
+    if (keep_queued)
+        client_queue_flush(keep);
+}
+
+/* A connection accept4(2)ed here becomes a client of the loop (read by it once the script
+ * ends, and by serve_client meanwhile). */
+static void adopt(struct io_thread *t, int fd, int is_unix)
+{
+    struct client *c = xcalloc(1, sizeof(*c));
+    c->thread = t;
+    c->h.handle.data = c;
+    int rc;
+    if (is_unix) {
+        uv_pipe_init(&t->loop, &c->h.pipe, 0);
+        rc = uv_pipe_open(&c->h.pipe, fd);
+    } else {
+        uv_tcp_init(&t->loop, &c->h.tcp);
+        rc = uv_tcp_open(&c->h.tcp, fd);
+    }
+    if (rc != 0) {
+        close(fd);
+        uv_close(&c->h.handle, (uv_close_cb)free);
+        return;
+    }
+    client_start(c, is_unix);
+}
+
 static void accept_new(struct io_thread *t, uv_handle_t *listener, int is_unix)
 {
     int lfd;
@@ -45,7 +87,7 @@ static void accept_new(struct io_thread *t, uv_handle_t *listener, int is_unix)
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             return; /* EAGAIN, or an error the loop's own accept will see again */
-        client_adopt(t, fd, is_unix);
+        adopt(t, fd, is_unix);
     }
 }
 
@@ -60,7 +102,7 @@ static void serve_client(struct io_thread *t, struct client *c)
     char *p;
     size_t len;
     resp_input_space(&c->resp, &p, &len);
-    if (len > 0) { /* 0: the query buffer limit, which resp_next reports below */
+    if (c->reading && len > 0) { /* 0: the query buffer limit, which resp_next reports below */
         ssize_t n = recv(c->fd, p, len, 0);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
             eof = 1;
@@ -95,6 +137,18 @@ static void serve_client(struct io_thread *t, struct client *c)
     client_flush(c);
 }
 
+void busy_serve_thread_end(struct io_thread *t)
+{
+    if (t->busy_resp_ready)
+        resp_shared_deinit(&t->busy_resp);
+    t->busy_resp_ready = 0;
+    free(t->busy_pfd);
+    free(t->busy_cl);
+    t->busy_pfd = NULL;
+    t->busy_cl = NULL;
+    t->busy_cap = 0;
+}
+
 void busy_serve(void *ud)
 {
     (void)ud;
@@ -103,7 +157,7 @@ void busy_serve(void *ud)
         return;
     t->in_busy_serve = 1;
     struct client *running = t->running;
-    client_flush_queued_except(t, running);
+    flush_others(t, running);
 
     struct resp_limits lim = client_limits(t->net);
     if (!t->busy_resp_ready) {
@@ -129,20 +183,24 @@ void busy_serve(void *ud)
         t->busy_pfd = xrealloc(t->busy_pfd, t->busy_cap * sizeof(*t->busy_pfd));
         t->busy_cl = xrealloc(t->busy_cl, t->busy_cap * sizeof(*t->busy_cl));
     }
+    /* Connections that are reading, and those whose commands wait for the next loop turn (a
+     * slice ended: `ready`, not reading; their commands are complete in their own buffer). */
     size_t k = 0;
     for (struct client *c = t->clients; c != NULL; c = c->tnext) {
-        if (c == running || c->state != CLIENT_ACTIVE || c->inflight != NULL || !c->reading)
+        if (c == running || c->state != CLIENT_ACTIVE || c->inflight != NULL ||
+            (!c->reading && !c->ready))
             continue;
-        t->busy_pfd[k] = (struct pollfd){.fd = c->fd, .events = POLLIN};
+        t->busy_pfd[k] = (struct pollfd){.fd = c->reading ? c->fd : -1, .events = POLLIN};
         t->busy_cl[k++] = c;
     }
-    if (k > 0 && poll(t->busy_pfd, (nfds_t)k, 0) > 0) {
-        /* The list is not walked again: a connection closed here is only marked CLOSING (its
-         * memory goes in the close callback, after the script), so busy_cl stays valid. */
-        for (size_t i = 0; i < k; i++) {
-            if (t->busy_pfd[i].revents != 0 && t->busy_cl[i]->state == CLIENT_ACTIVE)
-                serve_client(t, t->busy_cl[i]);
-        }
+    if (k > 0)
+        poll(t->busy_pfd, (nfds_t)k, 0);
+    /* The list is not walked again: a connection closed here is only marked CLOSING (its
+     * memory goes in the close callback, after the script), so busy_cl stays valid. */
+    for (size_t i = 0; i < k; i++) {
+        struct client *c = t->busy_cl[i];
+        if ((t->busy_pfd[i].revents != 0 || c->ready) && c->state == CLIENT_ACTIVE)
+            serve_client(t, c);
     }
     t->in_busy_serve = 0;
 }

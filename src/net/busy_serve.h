@@ -7,6 +7,8 @@
 
 /* The calling thread is t's (io_thread_main, before its loop runs). */
 void busy_serve_thread(struct io_thread *t);
+/* Frees what serving while busy kept (the thread's teardown). */
+void busy_serve_thread_end(struct io_thread *t);
 /* The server_hooks busy_serve: serves the calling thread's connections (ud unused). */
 void busy_serve(void *ud);
 

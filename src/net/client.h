@@ -73,6 +73,14 @@ struct io_thread {
     int in_busy_serve;
     uv_prepare_t flush_prepare;
     uv_check_t flush_check;
+    /* Fairness (DESIGN.md "Fairness"): connections that used up their slice of a loop turn with
+     * commands still buffered, in the order they stopped; the idle handle, started while the
+     * list is not empty, runs them again in the next turn and keeps the poll from sleeping. */
+    struct client *ready_head, *ready_tail;
+    uv_idle_t ready_idle;
+    unsigned turn;          /* loop turns so far (a turn ends in the prepare phase, before the poll) */
+    unsigned budget_turn;   /* the turn turn_used_ns counts for */
+    uint64_t turn_used_ns;  /* time connections' slices took in that turn */
     char unix_addr[112];   /* "path:0" of this thread's unix socket clients, set at accept */
     unsigned expire_shard;  /* next of this thread's shards to sweep */
     unsigned config_gen;    /* last configuration generation applied */
@@ -83,7 +91,7 @@ struct io_thread {
 /* Connection states, as memcached names them: what the connection is waiting for. */
 enum client_state {
     CLIENT_ACTIVE = 0, /* reading and answering */
-    CLIENT_PAUSED,     /* not reading: pending output over client-output-buffer-limit */
+    CLIENT_PAUSED,     /* not reading: pending output over client-output-pause-limit */
     CLIENT_DRAINING,   /* not reading: flushing the last replies, then close */
     CLIENT_CLOSING,    /* uv_close called; freed in the close callback */
 };
@@ -113,15 +121,20 @@ struct client {
     struct client_write *inflight;   /* the pending uv_write, or NULL */
     struct client *tprev, *tnext;    /* thread list */
     struct client *flush_next;       /* thread's flush_list, valid while `queued` */
+    struct client *ready_next;       /* thread's ready list, valid while `ready` */
     struct client *gprev, *gnext;    /* registry list (under net_shared.lock) */
     const char *addr;                /* peer "ip:port" (addr_buf), or the thread's unix_addr */
     /* CLIENT LIST figures, written by the owning thread after each batch, read by any thread. */
     _Atomic size_t qbuf, qbuf_free, rbs, obl, omem, tot_mem;
+    /* When the unsent replies went over the soft limit of client-output-buffer-limit (the
+     * loop's clock, ms, plus 1), or 0 while under it. */
+    uint64_t soft_since_ms;
     int fd;
     unsigned char state;             /* enum client_state */
     unsigned char reading;           /* uv_read_start is in effect */
     unsigned char is_unix;
     unsigned char queued;            /* on the thread's flush_list */
+    unsigned char ready;             /* on the thread's ready list (has commands to run) */
     _Atomic unsigned char kill;      /* set by CLIENT KILL from any thread */
     char addr_buf[INET6_ADDRSTRLEN + 8];
 };
@@ -142,9 +155,9 @@ void client_thread_deinit(struct io_thread *t);
 /* Closes the thread's loop handles (before the loop's last run). */
 void client_thread_close_handles(struct io_thread *t);
 void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix);
-/* A connection accept4(2)ed outside the loop (busy_serve.c) becomes a client; NULL if libuv
- * refused the descriptor (then closed). */
-struct client *client_adopt(struct io_thread *t, int fd, int is_unix);
+/* A connection just accepted (or opened from an accept4(2)ed descriptor, busy_serve.c) joins
+ * the thread's lists and starts reading. */
+void client_start(struct client *c, int is_unix);
 /* The request limits as configured now. */
 struct resp_limits client_limits(struct net_shared *net);
 /* Hands the collected replies to the kernel now. */
@@ -153,13 +166,15 @@ void client_flush(struct client *c);
 void client_publish(struct client *c);
 /* Answers the protocol error and closes after the reply. */
 void client_protocol_error(struct client *c, const char *what);
-/* Writes the replies queued for the end of this loop turn, except keep's (kept queued). */
-void client_flush_queued_except(struct io_thread *t, struct client *keep);
+/* Queues the connection's replies for the end of the loop turn / writes the queued ones. */
+void client_queue_flush(struct client *c);
+void client_flush_queued(struct io_thread *t);
 /* Closes the client once its pending replies are written. */
 void client_close_after_flush(struct client *c);
 /* Closes the client now (pending output dropped). */
 void client_close(struct client *c);
-/* CLIENT LIST line of c appended to out (caller holds net_shared.lock). */
-void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_ms);
+/* The cron's look at a connection's unsent replies: closes it if they have been over its
+ * soft limit for too long (client-output-buffer-limit), as Redis's clientsCron does. */
+void client_cron_output(struct client *c);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "busy_serve.h"
+#include "client_info.h"
 #include "cron.h"
 #include "io_thread.h"
 #include "rlimitd/clock.h"

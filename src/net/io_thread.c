@@ -125,4 +125,5 @@ void io_thread_teardown(struct io_thread *t)
     uv_run(&t->loop, UV_RUN_NOWAIT);
     uv_loop_close(&t->loop);
     client_thread_deinit(t);
+    busy_serve_thread_end(t);
 }
