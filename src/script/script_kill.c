@@ -214,6 +214,30 @@ static const int64_t *busy_threshold_ms;
 static void (*busy_serve)(void *ud);
 static void *busy_serve_ud;
 
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t watch_cond;
+static pthread_t watch_thread;
+static int watch_running, watch_stop, watch_wanted;
+/* Set once the watcher needs no start (started, or not wanted): the first script starts it, so
+ * a daemon that runs no script has no such thread. */
+static _Atomic int watch_settled = 1;
+
+static void *busy_watcher(void *arg);
+
+static void watch_start(void)
+{
+    pthread_mutex_lock(&watch_lock);
+    if (watch_wanted && !watch_running) {
+        watch_stop = 0;
+        if (pthread_create(&watch_thread, NULL, busy_watcher, NULL) == 0) {
+            pthread_setname_np(watch_thread, "rlimitd-busy");
+            watch_running = 1;
+        }
+    }
+    atomic_store(&watch_settled, 1);
+    pthread_mutex_unlock(&watch_lock);
+}
+
 static int64_t threshold_ns(void)
 {
     int64_t ms = busy_threshold_ms != NULL ? __atomic_load_n(busy_threshold_ms, __ATOMIC_RELAXED)
@@ -255,6 +279,8 @@ void busy_watch_start(lua_State *L, struct engine *e)
     e->busy = 0;
     e->last_serve = 0;
     lua_sethook(L, NULL, 0, 0); /* a kill's or busy hook from an earlier run */
+    if (!atomic_load_explicit(&watch_settled, memory_order_relaxed))
+        watch_start();
 }
 
 void busy_watch_end(struct engine *e)
@@ -266,11 +292,6 @@ void busy_watch_end(struct engine *e)
         atomic_fetch_sub(&script_busy_runs, 1);
     }
 }
-
-static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t watch_cond;
-static pthread_t watch_thread;
-static int watch_running, watch_stop;
 
 static void *busy_watcher(void *arg)
 {
@@ -302,29 +323,31 @@ static void *busy_watcher(void *arg)
 
 void script_busy_init(const int64_t *threshold_ms, void (*serve)(void *ud), void *ud)
 {
+    pthread_mutex_lock(&watch_lock);
     if (watch_running) { /* a new setting, or the end: the old watcher goes first */
-        pthread_mutex_lock(&watch_lock);
         watch_stop = 1;
         pthread_cond_signal(&watch_cond);
         pthread_mutex_unlock(&watch_lock);
         pthread_join(watch_thread, NULL);
+        pthread_mutex_lock(&watch_lock);
         watch_running = 0;
     }
     busy_threshold_ms = threshold_ms;
     busy_serve = serve;
     busy_serve_ud = ud;
+    watch_wanted = 0;
 #ifndef RLIMITD_FUZZ_SCRIPT_BUDGET /* the fuzz build's budget hook must stay in place */
-    if (threshold_ms == NULL)
-        return;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&watch_cond, &ca);
-    pthread_condattr_destroy(&ca);
-    watch_stop = 0;
-    if (pthread_create(&watch_thread, NULL, busy_watcher, NULL) == 0)
-        watch_running = 1;
+    if (threshold_ms != NULL) {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&watch_cond, &ca);
+        pthread_condattr_destroy(&ca);
+        watch_wanted = 1;
+    }
 #endif
+    atomic_store(&watch_settled, !watch_wanted);
+    pthread_mutex_unlock(&watch_lock);
 }
 
 /* The one signal of both: a kill wins over the busy watcher's request. */
