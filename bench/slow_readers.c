@@ -120,11 +120,24 @@ static void read_until(int fd, const char *end)
     }
 }
 
+/* Appends one RESP command at out (which has room for it) and answers its length. The
+ * headers are formatted into a local buffer and copied: GCC's UBSan build sees a possibly
+ * null destination in a direct sprintf(out, ...) and -Werror stops the build. */
 static size_t put_cmd(char *out, int argc, const char **argv)
 {
-    size_t len = (size_t)sprintf(out, "*%d\r\n", argc);
-    for (int i = 0; i < argc; i++)
-        len += (size_t)sprintf(out + len, "$%zu\r\n%s\r\n", strlen(argv[i]), argv[i]);
+    char head[32];
+    size_t len = (size_t)snprintf(head, sizeof head, "*%d\r\n", argc);
+    memcpy(out, head, len);
+    for (int i = 0; i < argc; i++) {
+        size_t alen = strlen(argv[i]);
+        size_t hlen = (size_t)snprintf(head, sizeof head, "$%zu\r\n", alen);
+        memcpy(out + len, head, hlen);
+        len += hlen;
+        memcpy(out + len, argv[i], alen);
+        len += alen;
+        memcpy(out + len, "\r\n", 2);
+        len += 2;
+    }
     return len;
 }
 
