@@ -892,7 +892,8 @@ Test(conf, output_buffer_limit_reads_values_as_redis)
     /* What CONFIG GET shows sets the same value again (SIGHUP reloads so). */
     char shown[256];
     snprintf(shown, sizeof shown, "%s", get1(&c, "client-output-buffer-limit"));
-    conf_init(&c); /* no strings to free before: conf_free below frees this one's */
+    conf_free(&c);
+    conf_init(&c);
     cr_assert_eq(set1(&c, "client-output-buffer-limit", shown, 1, err, sizeof err), 0);
     cr_assert_str_eq(get1(&c, "client-output-buffer-limit"), shown);
     conf_free(&c);
