@@ -67,6 +67,10 @@ struct server_hooks {
     void (*info_persistence)(void *ud, struct rbuf *out);
     /* LASTSAVE: Unix time of the last successful snapshot. */
     int64_t (*lastsave)(void *ud);
+    /* Called on a thread whose script has passed busy-reply-threshold, from inside the
+     * script, every few ms: answers that thread's other connections through
+     * cmd_execute_while_busy (DESIGN.md "Long scripts and BUSY"). */
+    void (*busy_serve)(void *ud);
 };
 
 struct slowlog;
@@ -117,6 +121,11 @@ void cmd_scripts_stop_all(void);
  * argv[i] holds lens[i] bytes followed by a NUL. May set SESSION_CLOSE_AFTER_REPLY. */
 void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
                  const size_t *lens, struct rbuf *out);
+/* cmd_execute for a connection served from inside a busy script on its own thread: only
+ * SCRIPT KILL and the keyless commands Redis allows while busy run; everything else is
+ * answered BUSY (a queued one marks the transaction, EXEC discards it). */
+void cmd_execute_while_busy(struct cmd_env *env, struct session *s, int argc, char **argv,
+                            const size_t *lens, struct rbuf *out);
 
 /* Called every 100 ms by the server: samples the command counter so INFO can report
  * instantaneous_ops_per_sec. */

@@ -66,6 +66,9 @@ typedef void (*script_call_fn)(void *ud, int argc, char **argv, const size_t *le
 void script_run(const char *sha, script_call_fn call, void *call_ud, int64_t start_ns,
                 char **keys, const size_t *klens, int nkeys, char **args, const size_t *alens,
                 int nargs, struct rbuf *out);
+/* Stops this thread's running script at its next instruction, as a kill does (no pcall
+ * catches it): its caller runs it again and drops the reply of this run. */
+void script_stop_for_rerun(void);
 /* Records that the running script (this thread's) wrote: SCRIPT KILL then refuses it. */
 void script_note_write(void);
 /* SCRIPT KILL: asks every script running for at least older_than_ns to stop (at its next
@@ -77,6 +80,18 @@ void script_note_write(void);
 int script_kill(int64_t older_than_ns, int force);
 /* Whether a script has been running for at least older_than_ns. */
 int script_busy(int64_t older_than_ns);
+/* Runs, on any thread, that have gone past busy-reply-threshold and not ended yet (each
+ * run's own thread counts it, from a count hook, DESIGN.md "Long scripts and BUSY"). The
+ * dispatcher reads it before every command: nonzero, only the commands Redis allows while
+ * busy run, besides commands whose keys no busy script can hold. */
+extern _Atomic int script_busy_runs;
+/* Of those, the runs that declared no keys: they may build key names themselves, so no key
+ * is out of their reach. */
+extern _Atomic int script_busy_unbounded;
+/* Set once before any script runs: where busy-reply-threshold (ms) is read, and what a busy
+ * run calls on its own thread every few ms to answer that thread's other connections
+ * (serve(ud); NULL: nothing). */
+void script_busy_init(const int64_t *threshold_ms, void (*serve)(void *ud), void *ud);
 /* Bytes held by every thread's engine (INFO used_memory_lua), each engine's share current to
  * within 64 KiB and exactly after each script. */
 uint64_t script_engine_memory(void);

@@ -13,7 +13,10 @@
 #include <string.h>
 
 #include "rlimitd/clock.h"
+#include "rlimitd/script.h"
+#include "rlimitd/util.h"
 #include "cmd_run.h"
+#include "cmd_shard_lock.h"
 #include "cmd_table.h"
 #include "cmd_tx.h"
 
@@ -46,6 +49,60 @@ static void reject_unknown(struct session *s, int argc, char **argv, const size_
     }
     /* A NUL inside a name would cut the message short; that is what Redis prints too. */
     reject(s, -1, out, msg);
+}
+
+/* Set while this thread's own busy script has the network layer answer the thread's other
+ * connections from inside the script (cmd_execute_while_busy). */
+static _Thread_local int tl_restricted;
+
+/* Whether Redis 7.0 runs the command while a script is busy (its allow_busy flag: MULTI,
+ * DISCARD, WATCH, UNWATCH, AUTH, HELLO, QUIT, RESET, SHUTDOWN; and SCRIPT KILL). */
+static int allowed_while_busy(const struct cmd_def *d, int argc, char **argv, const size_t *lens)
+{
+    if (d->doc.extra & CMD_SHOW_ALLOW_BUSY)
+        return 1;
+    return argc == 2 && strcmp(d->name, "script") == 0 &&
+           util_eq_nocase(argv[1], lens[1], "kill");
+}
+
+/* While a script is busy (script_busy_runs), Redis answers BUSY to everything it does not
+ * allow. rlimitd keeps serving, on the other threads, what no busy script can reach: commands
+ * on keys (queued in MULTI too) and EXEC, whose shards run_keys and EXEC check against the busy
+ * scripts' markers, and whole-keyspace commands, which check every marker. A script that
+ * declared no keys may build its key names itself, so while one is busy
+ * (script_busy_unbounded) every key is out of reach. Commands without keys (PING, INFO, ...)
+ * are answered BUSY as in Redis. On the busy script's own thread (restricted) only the allowed
+ * commands without keys run: anything else would take shards or the per-command scratch the
+ * script is using. Returns 1 if answered. */
+static int busy_refused(struct session *s, int idx, int argc, char **argv, const size_t *lens,
+                        struct rbuf *out)
+{
+    const struct cmd_def *d = &cmd_defs[idx];
+    int first, step;
+    int nkeys = d->flags & CMD_KEYDERIVED ? 1 : key_span(d, argc, argv, lens, &first, &step);
+    int exec = strcmp(d->name, "exec") == 0;
+    if (allowed_while_busy(d, argc, argv, lens) && (!tl_restricted || nkeys == 0))
+        return 0;
+    if (!tl_restricted && (nkeys > 0 || exec || (d->flags & CMD_ALLSHARDS)) &&
+        atomic_load_explicit(&script_busy_unbounded, memory_order_relaxed) == 0)
+        return 0;
+    if (exec) {
+        /* Redis: the transaction is discarded with the reason. */
+        multi_discard(s);
+        watch_release_all(s);
+        reject(s, idx, out, "EXECABORT Transaction discarded because of: " BUSY_TEXT);
+        return 1;
+    }
+    reject(s, idx, out, BUSY_TEXT);
+    return 1;
+}
+
+void cmd_execute_while_busy(struct cmd_env *env, struct session *s, int argc, char **argv,
+                            const size_t *lens, struct rbuf *out)
+{
+    tl_restricted = 1;
+    cmd_execute(env, s, argc, argv, lens, out);
+    tl_restricted = 0;
 }
 
 #define OOM_TEXT "OOM command not allowed when used memory > 'maxmemory'."
@@ -103,6 +160,9 @@ void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
         reject(s, idx, out, "NOAUTH Authentication required.");
         return;
     }
+    if ((atomic_load_explicit(&script_busy_runs, memory_order_relaxed) != 0 || tl_restricted) &&
+        busy_refused(s, idx, argc, argv, lens, out))
+        return;
     if ((s->flags & SESSION_IN_MULTI) && (d->flags & CMD_NO_MULTI)) {
         reject(s, idx, out, "ERR Command not allowed inside a transaction");
         return;

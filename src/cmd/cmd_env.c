@@ -46,6 +46,14 @@ void session_deinit(struct session *s)
     memset(s, 0, sizeof(*s));
 }
 
+/* A busy script's call to serve its thread's other connections (net's hook, if any). */
+static void busy_serve(void *ud)
+{
+    struct cmd_env *env = ud;
+    if (env->hooks.busy_serve != NULL)
+        env->hooks.busy_serve(env->hooks.ud);
+}
+
 void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
 {
     memset(env, 0, sizeof(*env));
@@ -72,6 +80,7 @@ void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
     if (ks != NULL) {
         env->script_since = xcalloc(ks_nshards(ks), sizeof(*env->script_since));
     }
+    script_busy_init(&conf->busy_reply_threshold, busy_serve, env);
     clock_ticks_to_us(0); /* calibrate now, not during the first command */
     atomic_store(&env->auth_required, conf->requirepass != NULL && conf->requirepass[0] != '\0');
 }
@@ -84,6 +93,7 @@ void cmd_env_deinit(struct cmd_env *env)
     env->stats_base = NULL;
     free(env->script_since);
     env->script_since = NULL;
+    script_busy_init(NULL, NULL, NULL);
     script_engine_free_all();
     script_cache_free();
     pthread_mutex_destroy(&env->conf_lock);

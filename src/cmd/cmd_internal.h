@@ -110,11 +110,12 @@ const struct cmd_def *cmd_table(int *n);
 
 /* A running script's hold on the keyspace (cmd_script.c sets it up, cmd_from_script in
  * cmd_script_hold.c checks each redis.call against it). The dispatcher locked the shards of the
- * declared KEYS before EVAL's handler ran; a call may touch only declared keys. ISALLOWED's
- * state key is derived from its arguments, so its shard may be outside that set:
- * cmd_from_script then takes it too (blocking only for a shard above every held one, so lock
- * order stays ascending; otherwise trylock) and records it in `extra` for the handler to
- * release. */
+ * declared KEYS before EVAL's handler ran. A key the script did not declare (or ISALLOWED's
+ * state key, derived from its arguments) may lie outside that set: cmd_from_script then takes
+ * its shard too (blocking only for a shard above every held one, so lock order stays
+ * ascending; otherwise trylock) and records it in `extra` for the handler to release. When
+ * that trylock fails before the script wrote, the run is stopped (`rerun`) and EVAL runs it
+ * again holding every shard (`all`). */
 #define SHARD_WORDS 64 /* 4096 shards at most (ks_create's limit) */
 struct script_hold {
     struct cmd_ctx *x;      /* the EVAL: env, session, the one clock reading */
@@ -127,8 +128,11 @@ struct script_hold {
     int max_held;           /* highest shard held, -1 for none */
     int read_only;          /* EVAL_RO or "#!lua flags=no-writes" */
     int wrote;              /* a write command ran */
+    int all;                /* every shard is held (the run after a rerun request) */
+    int rerun;              /* stopped: run again holding every shard */
 };
-void script_hold_init(struct script_hold *h, struct cmd_ctx *x, struct ks_key *keys, int n);
+void script_hold_init(struct script_hold *h, struct cmd_ctx *x, struct ks_key *keys, int n,
+                      int all);
 /* Clears the BUSY markers and releases the shards taken during the script (`extra`). */
 void script_hold_release(struct script_hold *h);
 /* redis.call and redis.pcall (script.h's script_call_fn, which EVAL hands the engine with its

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "rlimitd/script.h"
+#include "cmd_shard_lock.h"
 
 #define KEYS_ON_STACK 16
 
@@ -37,6 +38,20 @@ static int numkeys(struct cmd_ctx *x)
 static void count_memory(struct cmd_ctx *x)
 {
     ks_set_external_memory(x->env->ks, script_engine_memory() + script_cache_bytes());
+}
+
+/* One run of the script with its hold on the keyspace (every shard if all). Returns 1 if the
+ * run was stopped to be run again holding every shard (cmd_script_hold.c). */
+static int run_held(struct cmd_ctx *x, const char *sha, struct ks_key *keys, int nk, int ro,
+                    int all)
+{
+    struct script_hold h;
+    script_hold_init(&h, x, keys, nk, all);
+    h.read_only = ro;
+    script_run(sha, cmd_from_script, &h, h.started, x->argv + 3, x->lens + 3, nk,
+               x->argv + 3 + nk, x->lens + 3 + nk, x->argc - 3 - nk, x->out);
+    script_hold_release(&h);
+    return h.rerun;
 }
 
 static void eval_generic(struct cmd_ctx *x, int by_sha, int read_only)
@@ -88,12 +103,28 @@ static void eval_generic(struct cmd_ctx *x, int by_sha, int read_only)
     }
     if (nk > 0)
         memcpy(keys, x->keys, sizeof(*keys) * (size_t)nk);
-    struct script_hold h;
-    script_hold_init(&h, x, keys, nk);
-    h.read_only = read_only || (flags & SCRIPT_FLAG_NO_WRITES);
-    script_run(sha, cmd_from_script, &h, h.started, x->argv + 3, x->lens + 3, nk,
-               x->argv + 3 + nk, x->lens + 3 + nk, x->argc - 3 - nk, x->out);
-    script_hold_release(&h);
+    size_t out_start = x->out->len;
+    int ro = read_only || (flags & SCRIPT_FLAG_NO_WRITES);
+    if (run_held(x, sha, keys, nk, ro, 0)) {
+        /* It needed a shard another client held, before writing: run it again holding every
+         * shard. The dispatcher's shards are given back first and taken again after, so that
+         * every shard is taken in ascending order with nothing else held. */
+        x->out->len = out_start;
+        struct keyspace *ks = x->env->ks;
+        struct shard_set declared = {{0}}, all = {{0}};
+        for (int i = 0; i < nk; i++)
+            shard_set_add(&declared, ks_shard(ks, &keys[i]));
+        for (unsigned shard = 0; shard < ks_nshards(ks); shard++)
+            shard_set_add(&all, shard);
+        lock_set(ks, &declared, 0);
+        if (lock_set_or_busy(x->env, &all) != 0) {
+            reply_error(x->out, BUSY_TEXT);
+        } else {
+            run_held(x, sha, keys, nk, ro, 1);
+            lock_set(ks, &all, 0);
+        }
+        lock_set(ks, &declared, 1); /* the dispatcher releases them after this handler */
+    }
     if (keys != stack_keys)
         free(keys);
     count_memory(x);

@@ -12,6 +12,7 @@
 #include "rlimitd/clock.h"
 #include "rlimitd/script.h"
 #include "cmd_run.h"
+#include "cmd_shard_lock.h"
 #include "cmd_table.h"
 
 /* ---- redis.call ---- */
@@ -21,20 +22,44 @@ static int bit_is(const uint64_t *set, unsigned shard)
     return (set[shard / 64] >> (shard % 64)) & 1;
 }
 
-static int declared(const struct script_hold *h, const struct ks_key *k)
+static void mark(struct script_hold *h, unsigned shard)
 {
-    for (int i = 0; i < h->nkeys; i++)
-        if (h->keys[i].hash == k->hash && h->keys[i].len == k->len &&
-            memcmp(h->keys[i].p, k->p, k->len) == 0)
-            return 1;
+    if (h->x->env->script_since != NULL)
+        atomic_store(&h->x->env->script_since[shard], h->started);
+}
+
+/* Takes a shard the script did not declare for the rest of its run (recorded in `extra`, with
+ * its BUSY marker). Waiting only for a shard above every held one, so lock order stays
+ * ascending, and only as a client's command waits (not past a busy script's threshold);
+ * otherwise one trylock. -1 if it cannot be had so, or inside EXEC (the transaction's set is
+ * fixed). */
+static int hold_more(struct script_hold *h, unsigned shard)
+{
+    struct keyspace *ks = h->x->env->ks;
+    if (h->all || bit_is(h->held, shard) || bit_is(h->extra, shard))
+        return 0;
+    if (h->x->all_locked)
+        return -1;
+    if ((int)shard > h->max_held) {
+        if (lock_or_busy(h->x->env, shard) != 0)
+            return -1; /* a busy script holds it */
+        h->max_held = (int)shard;
+    } else if (ks_trylock(ks, shard) != 0) {
+        return -1;
+    }
+    h->extra[shard / 64] |= 1ull << (shard % 64);
+    h->nextra++;
+    mark(h, shard);
     return 0;
 }
 
-/* collect_keys for a command a script runs (not CMD_KEYDERIVED): each key is one the EVAL
- * declared, found by its bytes and given that key's hash. Returns -1 if one is not declared. */
-static int collect_declared(const struct script_hold *h, const struct cmd_def *d, int argc,
-                            char **argv, const size_t *lens, struct ks_key **keys)
+/* collect_keys for a command a script runs (not CMD_KEYDERIVED): a declared key gets the hash
+ * the EVAL computed, any other is hashed here and its shard taken (hold_more). Returns the
+ * count, or -1 if a shard could not be taken. */
+static int collect_script_keys(struct script_hold *h, const struct cmd_def *d, int argc,
+                               char **argv, const size_t *lens, struct ks_key **keys)
 {
+    struct keyspace *ks = h->x->env->ks;
     int first, step;
     int n = key_span(d, argc, argv, lens, &first, &step);
     struct ks_key *k = scratch_keys(n);
@@ -43,31 +68,35 @@ static int collect_declared(const struct script_hold *h, const struct cmd_def *d
         while (j < h->nkeys &&
                (h->keys[j].len != lens[a] || memcmp(h->keys[j].p, argv[a], lens[a]) != 0))
             j++;
-        if (j == h->nkeys)
+        if (j < h->nkeys) {
+            k[i] = (struct ks_key){.p = argv[a], .len = lens[a], .hash = h->keys[j].hash};
+            continue;
+        }
+        ks_key_init(ks, &k[i], argv[a], lens[a]);
+        if (hold_more(h, ks_shard(ks, &k[i])) != 0)
             return -1;
-        k[i] = (struct ks_key){.p = argv[a], .len = lens[a], .hash = h->keys[j].hash};
     }
     *keys = k;
     return n;
 }
 
-/* Takes an ISALLOWED state key's shard for the rest of the script (script_hold). */
-static int hold_derived(struct script_hold *h, unsigned shard)
+/* A shard the script needs is held by another client, and taking it now could deadlock. A
+ * script that has not written is stopped (no pcall catches it) and EVAL runs it again holding
+ * every shard (h->rerun); one that wrote cannot be undone and gets an error. */
+static void shard_unavailable(struct script_hold *h, struct rbuf *out)
 {
-    struct keyspace *ks = h->x->env->ks;
-    if (bit_is(h->held, shard) || bit_is(h->extra, shard))
-        return 0;
-    if (h->x->all_locked)
-        return -1; /* inside EXEC: the transaction's set is fixed */
-    if ((int)shard > h->max_held) {
-        ks_lock(ks, shard);
-        h->max_held = (int)shard;
-    } else if (ks_trylock(ks, shard) != 0) {
-        return -1;
+    if (h->x->all_locked) {
+        reply_error(out, "ERR Script attempted to access a key outside the shards of its "
+                         "transaction (inside MULTI, rlimitd's scripts reach the keys the "
+                         "transaction's commands declared)");
+    } else if (!h->wrote) {
+        h->rerun = 1;
+        script_stop_for_rerun();
+        reply_error(out, "ERR script stopped to run again holding every shard");
+    } else {
+        reply_error(out, "ERR Script attempted to access a key in a shard held by another "
+                         "client after writing; retry the script");
     }
-    h->extra[shard / 64] |= 1ull << (shard % 64);
-    h->nextra++;
-    return 0;
 }
 
 void cmd_from_script(void *hold, int argc, char **argv, const size_t *lens, struct rbuf *out)
@@ -101,30 +130,16 @@ void cmd_from_script(void *hold, int argc, char **argv, const size_t *lens, stru
     struct ks_key *keys;
     int n;
     if (d->flags & CMD_KEYDERIVED) {
+        /* ISALLOWED's state key, derived from its arguments: its shard is taken here. */
         n = collect_keys(d, s, argc, argv, lens, x->env->ks, &keys);
-    } else {
-        /* Every key must be a declared one, whose hash the EVAL already computed. */
-        n = collect_declared(h, d, argc, argv, lens, &keys);
-        if (n < 0) {
-            reply_error(out, "ERR Script attempted to access a key not declared in KEYS "
-                             "(rlimitd locks exactly the declared keys)");
-            return;
-        }
-    }
-    for (int i = 0; i < n && (d->flags & CMD_KEYDERIVED); i++) {
-        /* The named key must be declared; the derived state key's shard is taken here. */
-        struct ks_key named;
-        ks_key_init(x->env->ks, &named, argv[1], lens[1]);
-        if (!declared(h, &named)) {
-            reply_error(out, "ERR Script attempted to access a key not declared in KEYS "
-                             "(rlimitd locks exactly the declared keys)");
-            return;
-        }
-        if (hold_derived(h, ks_shard(x->env->ks, &keys[i]))) {
-            reply_error(out, "ERR ISALLOWED's state key is in a shard held by another client; "
-                             "retry the script");
-            return;
-        }
+        for (int i = 0; i < n; i++)
+            if (hold_more(h, ks_shard(x->env->ks, &keys[i])) != 0) {
+                shard_unavailable(h, out);
+                return;
+            }
+    } else if ((n = collect_script_keys(h, d, argc, argv, lens, &keys)) < 0) {
+        shard_unavailable(h, out);
+        return;
     }
     if (d->flags & CMD_WRITE) {
         h->wrote = 1;
@@ -135,7 +150,8 @@ void cmd_from_script(void *hold, int argc, char **argv, const size_t *lens, stru
     s->last_cmd = last;
 }
 
-void script_hold_init(struct script_hold *h, struct cmd_ctx *x, struct ks_key *keys, int n)
+void script_hold_init(struct script_hold *h, struct cmd_ctx *x, struct ks_key *keys, int n,
+                      int all)
 {
     int64_t start = clock_mono_ns();
     memset(h, 0, sizeof(*h));
@@ -144,27 +160,42 @@ void script_hold_init(struct script_hold *h, struct cmd_ctx *x, struct ks_key *k
     h->keys = keys;
     h->nkeys = n;
     h->max_held = -1;
+    h->all = all;
+    if (all) {
+        for (unsigned shard = 0; shard < ks_nshards(x->env->ks); shard++)
+            mark(h, shard);
+        return;
+    }
     for (int i = 0; i < n; i++) {
         unsigned shard = ks_shard(x->env->ks, &keys[i]);
         h->held[shard / 64] |= 1ull << (shard % 64);
         if ((int)shard > h->max_held)
             h->max_held = (int)shard;
-        if (x->env->script_since != NULL)
-            atomic_store(&x->env->script_since[shard], start);
+        mark(h, shard);
     }
 }
 
 void script_hold_release(struct script_hold *h)
 {
-    struct keyspace *ks = h->x->env->ks;
-    if (h->x->env->script_since != NULL)
-        for (int i = 0; i < h->nkeys; i++)
-            atomic_store(&h->x->env->script_since[ks_shard(ks, &h->keys[i])], 0);
+    struct cmd_env *env = h->x->env;
+    struct keyspace *ks = env->ks;
+    if (env->script_since != NULL) {
+        if (h->all) {
+            for (unsigned shard = 0; shard < ks_nshards(ks); shard++)
+                atomic_store(&env->script_since[shard], 0);
+        } else {
+            for (int i = 0; i < h->nkeys; i++)
+                atomic_store(&env->script_since[ks_shard(ks, &h->keys[i])], 0);
+        }
+    }
     for (unsigned w = 0; w < SHARD_WORDS && h->nextra > 0; w++) {
         uint64_t bits = h->extra[w];
         while (bits != 0) {
-            ks_unlock(ks, w * 64 + (unsigned)__builtin_ctzll(bits));
+            unsigned shard = w * 64 + (unsigned)__builtin_ctzll(bits);
             bits &= bits - 1;
+            if (env->script_since != NULL)
+                atomic_store(&env->script_since[shard], 0);
+            ks_unlock(ks, shard);
             h->nextra--;
         }
         h->extra[w] = 0;

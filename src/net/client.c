@@ -40,8 +40,6 @@
 #define UNAUTH_OUTPUT_LIMIT 1024
 
 static void process(struct client *c);
-static void flush(struct client *c);
-static void publish(struct client *c);
 static size_t client_memory(const struct client *c);
 static size_t published_output_memory(const struct client *c);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
@@ -213,7 +211,7 @@ static void close_over_limits(struct client *c, int from_cron)
 {
     struct rbuf line;
     rbuf_init(&line);
-    publish(c); /* the line shows the buffers as they are now */
+    client_publish(c); /* the line shows the buffers as they are now */
     client_format(c, &line, (uint64_t)(clock_mono_ns() / 1000000));
     int n = (int)(line.len > 0 && line.p[line.len - 1] == '\n' ? line.len - 1 : line.len);
     log_warning("Client %.*s %s for overcoming of output buffer limits.", n,
@@ -328,7 +326,7 @@ static void on_write(uv_write_t *req, int status)
     }
     if (c->state == CLIENT_CLOSING)
         return;
-    flush(c);
+    client_flush(c);
     if (!output_checked(c))
         return;
     if (c->state == CLIENT_DRAINING) {
@@ -337,10 +335,10 @@ static void on_write(uv_write_t *req, int status)
         return;
     }
     if (!resume_if_drained(c))
-        publish(c);
+        client_publish(c);
 }
 
-static void protocol_error(struct client *c, const char *what)
+void client_protocol_error(struct client *c, const char *what)
 {
     char msg[300];
     snprintf(msg, sizeof(msg), "ERR Protocol error: %s", what);
@@ -353,7 +351,7 @@ static void protocol_error(struct client *c, const char *what)
 
 /* Hands the collected replies to the kernel: one uv_try_write for the whole batch; whatever
  * the socket does not take is copied into a write of its own (the slow path: a full socket). */
-static void flush(struct client *c)
+void client_flush(struct client *c)
 {
     if (c->inflight != NULL || c->state == CLIENT_CLOSING)
         return;
@@ -417,7 +415,7 @@ static size_t client_memory(const struct client *c)
 /* Publishes this connection's buffer figures for CLIENT LIST on other threads. obl goes last,
  * with release: a reader that loads it first (acquire) and sees this batch's value sees the
  * other figures of this batch too. */
-static void publish(struct client *c)
+void client_publish(struct client *c)
 {
     if (c->state == CLIENT_CLOSING)
         return; /* no longer listed nor counted */
@@ -444,13 +442,13 @@ static void publish(struct client *c)
  * dear part of a loopback write (a cross-CPU wake-up, inside write(2), billed to us). A turn
  * lasts as long as the ready connections' pipelines take to run, so no reply waits longer than
  * the turn that produced it. */
-static void queue_flush(struct client *c)
+void client_queue_flush(struct client *c)
 {
     if (c->queued || c->state == CLIENT_CLOSING)
         return;
     if (c->out.len == 0) {
-        flush(c); /* nothing to send: gives the buffer back now */
-        publish(c);
+        client_flush(c); /* nothing to send: gives the buffer back now */
+        client_publish(c);
         return;
     }
     struct io_thread *t = c->thread;
@@ -465,29 +463,29 @@ static void queue_flush(struct client *c)
  *   (a closed one is CLIENT_CLOSING);
  * - in the prepare phase, just before the poll: libuv runs write callbacks and timers before
  *   it, and what they queued must not wait for the poll to return (it may sleep). */
-static void flush_queued(struct io_thread *t)
+void client_flush_queued(struct io_thread *t)
 {
     while (t->flush_list != NULL) {
         struct client *c = t->flush_list;
         t->flush_list = c->flush_next;
         c->flush_next = NULL;
         c->queued = 0;
-        flush(c);
+        client_flush(c);
         if (output_checked(c) && !resume_if_drained(c)) /* it queues c again */
-            publish(c);
+            client_publish(c);
     }
 }
 
 static void on_flush_check(uv_check_t *h)
 {
-    flush_queued(h->data);
+    client_flush_queued(h->data);
 }
 
 static void on_flush_prepare(uv_prepare_t *h)
 {
     struct io_thread *t = h->data;
     t->turn++; /* the poll comes next: a new turn, with a budget of its own */
-    flush_queued(t);
+    client_flush_queued(t);
 }
 
 /* What the slices of the current turn have taken so far (the count starts again each turn). */
@@ -611,12 +609,14 @@ static void process(struct client *c)
         if (st == RESP_NEED_MORE)
             break;
         if (st == RESP_ERROR) {
-            protocol_error(c, resp_error(&c->resp));
+            client_protocol_error(c, resp_error(&c->resp));
             break;
         }
         __atomic_store_n(&c->session.last_mono_ns, (int64_t)uv_now(&c->thread->loop) * 1000000,
                          __ATOMIC_RELAXED);
+        c->thread->running = c; /* a busy script's serve leaves its input and replies alone */
         cmd_execute(net->env, &c->session, cmd.argc, cmd.argv, cmd.lens, &c->out);
+        c->thread->running = NULL;
         if (c->session.flags & SESSION_CLOSE_AFTER_REPLY)
             client_close_after_flush(c);
         else if (atomic_load_explicit(&c->kill, memory_order_relaxed))
@@ -630,8 +630,8 @@ static void process(struct client *c)
         resp_settle(&c->resp);
     /* Published before the replies go out too: a client that got them and asks CLIENT LIST on
      * another connection sees its query buffer as it is now. */
-    publish(c);
-    queue_flush(c);
+    client_publish(c);
+    client_queue_flush(c);
     /* Reading again after a pause: resume_if_drained, once the replies are with the kernel;
      * after a slice: on_ready, once the buffered commands have run. */
     if (c->state == CLIENT_ACTIVE && !c->reading && !c->ready)
@@ -648,8 +648,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         snprintf(what, sizeof(what), "query buffer limit exceeded (client-query-buffer-limit %lld)",
                  (long long)CONF_GET(c->thread->net->conf, client_query_buffer_limit));
         resp_deinit(&c->resp);
-        protocol_error(c, what);
-        flush(c);
+        client_protocol_error(c, what);
+        client_flush(c);
         return;
     }
     if (nread <= 0) {
@@ -664,7 +664,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     process(c);
 }
 
-static struct resp_limits current_limits(struct net_shared *net)
+struct resp_limits client_limits(struct net_shared *net)
 {
     struct resp_limits lim;
     pthread_mutex_lock(&net->env->conf_lock);
@@ -677,7 +677,7 @@ static struct resp_limits current_limits(struct net_shared *net)
 
 void client_thread_init(struct io_thread *t)
 {
-    struct resp_limits lim = current_limits(t->net);
+    struct resp_limits lim = client_limits(t->net);
     resp_shared_init(&t->resp, &lim);
     rbuf_init(&t->spare_out);
     t->flush_list = NULL;
@@ -698,7 +698,7 @@ void client_thread_init(struct io_thread *t)
 
 void client_thread_config(struct io_thread *t)
 {
-    struct resp_limits lim = current_limits(t->net);
+    struct resp_limits lim = client_limits(t->net);
     resp_shared_set_limits(&t->resp, &lim);
 }
 
@@ -717,7 +717,6 @@ void client_thread_deinit(struct io_thread *t)
 
 void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
 {
-    struct net_shared *net = t->net;
     struct client *c = xcalloc(1, sizeof(*c));
     c->thread = t;
     c->h.handle.data = c;
@@ -729,6 +728,13 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
         uv_close(&c->h.handle, (uv_close_cb)free);
         return;
     }
+    client_start(c, is_unix);
+}
+
+void client_start(struct client *c, int is_unix)
+{
+    struct io_thread *t = c->thread;
+    struct net_shared *net = t->net;
     rbuf_init(&c->out);
     session_init(&c->session, atomic_fetch_add(&net->next_client_id, 1) + 1, &t->stats);
     c->session.authed = !atomic_load(&net->env->auth_required);
@@ -773,14 +779,14 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
     pthread_mutex_unlock(&net->lock);
     int64_t n = atomic_fetch_add(&net->nclients, 1) + 1;
     stats_add(&t->stats.connections, 1);
-    publish(c);
+    client_publish(c);
 
     int64_t maxclients = __atomic_load_n(&net->conf->maxclients, __ATOMIC_RELAXED);
     if (n > maxclients) {
         stats_add(&t->stats.rejected_conns, 1);
         reply_error(&c->out, "ERR max number of clients reached");
         c->state = CLIENT_ACTIVE;
-        flush(c);
+        client_flush(c);
         client_close_after_flush(c);
         return;
     }

@@ -6,6 +6,7 @@
 #define RLIMITD_CLIENT_H
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -59,6 +60,17 @@ struct io_thread {
     struct rbuf spare_out;
     /* Connections with replies to write at the end of this loop turn (client.c, "flush"). */
     struct client *flush_list;
+    /* The connection whose command runs now (a script may be running in it). */
+    struct client *running;
+    /* Serving the other connections from inside a busy script (busy_serve.c): a parser's
+     * shared part of their own (the thread's holds the running command's arguments), the
+     * poll set, and a guard against serving from inside a serve. */
+    struct resp_shared busy_resp;
+    int busy_resp_ready;
+    struct pollfd *busy_pfd;
+    struct client **busy_cl;
+    size_t busy_cap;
+    int in_busy_serve;
     uv_prepare_t flush_prepare;
     uv_check_t flush_check;
     /* Fairness (DESIGN.md "Fairness"): connections that used up their slice of a loop turn with
@@ -143,6 +155,20 @@ void client_thread_deinit(struct io_thread *t);
 /* Closes the thread's loop handles (before the loop's last run). */
 void client_thread_close_handles(struct io_thread *t);
 void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix);
+/* A connection just accepted (or opened from an accept4(2)ed descriptor, busy_serve.c) joins
+ * the thread's lists and starts reading. */
+void client_start(struct client *c, int is_unix);
+/* The request limits as configured now. */
+struct resp_limits client_limits(struct net_shared *net);
+/* Hands the collected replies to the kernel now. */
+void client_flush(struct client *c);
+/* Publishes the connection's buffer figures for CLIENT LIST. */
+void client_publish(struct client *c);
+/* Answers the protocol error and closes after the reply. */
+void client_protocol_error(struct client *c, const char *what);
+/* Queues the connection's replies for the end of the loop turn / writes the queued ones. */
+void client_queue_flush(struct client *c);
+void client_flush_queued(struct io_thread *t);
 /* Closes the client once its pending replies are written. */
 void client_close_after_flush(struct client *c);
 /* Closes the client now (pending output dropped). */

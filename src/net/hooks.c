@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "busy_serve.h"
 #include "client_info.h"
 #include "cron.h"
 #include "io_thread.h"
@@ -109,6 +110,7 @@ void hooks_install(struct server *srv)
         .connected_clients = hook_connected_clients,
         .shutdown = hook_shutdown,
         .config_changed = hook_config_changed,
+        .busy_serve = busy_serve,
     };
     if (srv->persist != NULL) {
         srv->env.hooks.save = hook_save;

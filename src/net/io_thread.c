@@ -3,6 +3,7 @@
  * (DESIGN.md "Threads"). */
 #include "io_thread.h"
 
+#include "busy_serve.h"
 #include "cron.h"
 #include "listeners.h"
 #include "rlimitd/log.h"
@@ -110,6 +111,7 @@ int io_thread_setup(struct server *srv, struct io_thread *t)
 void *io_thread_main(void *arg)
 {
     struct io_thread *t = arg;
+    busy_serve_thread(t);
     thread_cpu_start(t);
     uv_run(&t->loop, UV_RUN_DEFAULT);
     cmd_thread_exit();
@@ -123,4 +125,5 @@ void io_thread_teardown(struct io_thread *t)
     uv_run(&t->loop, UV_RUN_NOWAIT);
     uv_loop_close(&t->loop);
     client_thread_deinit(t);
+    busy_serve_thread_end(t);
 }

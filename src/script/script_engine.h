@@ -74,6 +74,10 @@ struct engine {
     pthread_t thread;           /* the one thread that runs this state */
     int thread_gone;            /* under engines_lock: that thread has ended */
     _Atomic int wrote;          /* the running script has run a write command */
+    _Atomic int64_t busy_start; /* the busy watcher asked that run to serve its thread */
+    int busy;                   /* this run is counted in script_busy_runs (2: and unbounded) */
+    int nkeys;                  /* keys the running script declared */
+    int64_t last_serve;         /* when this run last served its thread's connections */
     struct engine *next;
 };
 

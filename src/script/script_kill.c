@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "rlimitd/clock.h"
 #include "rlimitd/script.h"
@@ -98,8 +99,11 @@ static void kill_hook(lua_State *L, lua_Debug *ar)
  * its creator: a coroutine's, a kill's, or a fuzz build's budget) keeps it. */
 #define COROUTINE_CHECK 1000
 
+static void busy_check(struct engine *e);
+
 static void coroutine_hook(lua_State *L, lua_Debug *ar)
 {
+    busy_check(engine_of(L));
     if (!killed(engine_of(L)))
         return;
     lua_sethook(L, kill_hook, LUA_MASKCOUNT, 1);
@@ -186,12 +190,177 @@ int guard_libs(lua_State *L)
     return 0;
 }
 
+/* Busy runs. A script runs unhooked (a count hook would cost every VM instruction a countdown:
+ * 7% more instructions per call of bench/gcra.lua). A watcher thread looks at every engine's
+ * run_start, sleeping until the youngest running script would reach busy-reply-threshold (at
+ * most BUSY_WATCH_NS while none runs); once a run passes it, the watcher names the run
+ * (busy_start) and signals its thread, whose handler installs busy_hook with a count of
+ * BUSY_CHECK_COUNT if that run is still the one running, as a kill does. From then on the run
+ * counts itself in script_busy_runs, which every thread's dispatcher reads, and calls busy_serve
+ * every BUSY_SERVE_EVERY_NS: the network layer answers this thread's other connections there
+ * (BUSY, SCRIPT KILL, SHUTDOWN NOSAVE, the few commands Redis allows), since its loop cannot
+ * run until the script returns. The serve function runs on this thread inside the hook: it must
+ * not run Lua, nor a command that takes shards or the thread's per-command scratch (the
+ * dispatcher's restricted mode sees to that). A kill replaces this hook with kill_hook; that run
+ * then ends at its next instruction. */
+#define BUSY_CHECK_COUNT 10000
+#define BUSY_SERVE_EVERY_NS (2 * 1000000)
+#define BUSY_WATCH_NS (100 * 1000000)
+#define BUSY_DEFAULT_MS 5000
+
+_Atomic int script_busy_runs;
+_Atomic int script_busy_unbounded;
+static const int64_t *busy_threshold_ms;
+static void (*busy_serve)(void *ud);
+static void *busy_serve_ud;
+
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t watch_cond;
+static pthread_t watch_thread;
+static int watch_running, watch_stop, watch_wanted;
+/* Set once the watcher needs no start (started, or not wanted): the first script starts it, so
+ * a daemon that runs no script has no such thread. */
+static _Atomic int watch_settled = 1;
+
+static void *busy_watcher(void *arg);
+
+static void watch_start(void)
+{
+    pthread_mutex_lock(&watch_lock);
+    if (watch_wanted && !watch_running) {
+        watch_stop = 0;
+        if (pthread_create(&watch_thread, NULL, busy_watcher, NULL) == 0) {
+            pthread_setname_np(watch_thread, "rlimitd-busy");
+            watch_running = 1;
+        }
+    }
+    atomic_store(&watch_settled, 1);
+    pthread_mutex_unlock(&watch_lock);
+}
+
+static int64_t threshold_ns(void)
+{
+    int64_t ms = busy_threshold_ms != NULL ? __atomic_load_n(busy_threshold_ms, __ATOMIC_RELAXED)
+                                           : BUSY_DEFAULT_MS;
+    return ms * 1000000;
+}
+
+static void busy_check(struct engine *e)
+{
+    if (e->cur_start == 0)
+        return;
+    int64_t now = clock_mono_ns();
+    if (!e->busy) {
+        if (now - e->cur_start < threshold_ns())
+            return;
+        e->busy = e->nkeys == 0 ? 2 : 1;
+        if (e->nkeys == 0)
+            atomic_fetch_add(&script_busy_unbounded, 1);
+        atomic_fetch_add(&script_busy_runs, 1);
+    }
+    if (busy_serve != NULL && now - e->last_serve >= BUSY_SERVE_EVERY_NS) {
+        e->last_serve = now;
+        busy_serve(busy_serve_ud);
+    }
+}
+
+static void busy_hook(lua_State *L, lua_Debug *ar)
+{
+    struct engine *e = engine_of(L);
+    if (killed(e)) { /* the kill's signal has not been handled yet */
+        lua_sethook(L, kill_hook, LUA_MASKCOUNT, 1);
+        kill_hook(L, ar);
+    }
+    busy_check(e);
+}
+
+void busy_watch_start(lua_State *L, struct engine *e)
+{
+    e->busy = 0;
+    e->last_serve = 0;
+    lua_sethook(L, NULL, 0, 0); /* a kill's or busy hook from an earlier run */
+    if (!atomic_load_explicit(&watch_settled, memory_order_relaxed))
+        watch_start();
+}
+
+void busy_watch_end(struct engine *e)
+{
+    if (e->busy) {
+        if (e->busy == 2)
+            atomic_fetch_sub(&script_busy_unbounded, 1);
+        e->busy = 0;
+        atomic_fetch_sub(&script_busy_runs, 1);
+    }
+}
+
+static void *busy_watcher(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&watch_lock);
+    while (!watch_stop) {
+        int64_t now = clock_mono_ns(), limit = threshold_ns();
+        int64_t next = now + BUSY_WATCH_NS;
+        pthread_mutex_lock(&engines_lock);
+        for (struct engine *e = engines; e != NULL; e = e->next) {
+            int64_t start = atomic_load(&e->run_start);
+            if (start == 0 || e->thread_gone)
+                continue;
+            if (now - start < limit) {
+                if (start + limit < next)
+                    next = start + limit;
+            } else if (atomic_load(&e->busy_start) != start) {
+                atomic_store(&e->busy_start, start);
+                pthread_kill(e->thread, KILL_SIGNAL);
+            }
+        }
+        pthread_mutex_unlock(&engines_lock);
+        struct timespec ts = {(time_t)(next / 1000000000), (long)(next % 1000000000)};
+        pthread_cond_timedwait(&watch_cond, &watch_lock, &ts);
+    }
+    pthread_mutex_unlock(&watch_lock);
+    return NULL;
+}
+
+void script_busy_init(const int64_t *threshold_ms, void (*serve)(void *ud), void *ud)
+{
+    pthread_mutex_lock(&watch_lock);
+    if (watch_running) { /* a new setting, or the end: the old watcher goes first */
+        watch_stop = 1;
+        pthread_cond_signal(&watch_cond);
+        pthread_mutex_unlock(&watch_lock);
+        pthread_join(watch_thread, NULL);
+        pthread_mutex_lock(&watch_lock);
+        watch_running = 0;
+    }
+    busy_threshold_ms = threshold_ms;
+    busy_serve = serve;
+    busy_serve_ud = ud;
+    watch_wanted = 0;
+#ifndef RLIMITD_FUZZ_SCRIPT_BUDGET /* the fuzz build's budget hook must stay in place */
+    if (threshold_ms != NULL) {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&watch_cond, &ca);
+        pthread_condattr_destroy(&ca);
+        watch_wanted = 1;
+    }
+#endif
+    atomic_store(&watch_settled, !watch_wanted);
+    pthread_mutex_unlock(&watch_lock);
+}
+
+/* The one signal of both: a kill wins over the busy watcher's request. */
 static void on_kill_signal(int signum)
 {
     (void)signum;
     struct engine *e = tl_engine;
-    if (e != NULL && killed(e))
+    if (e == NULL || e->cur_start == 0)
+        return;
+    if (killed(e))
         lua_sethook(e->L, kill_hook, LUA_MASKCOUNT, 1);
+    else if (atomic_load(&e->busy_start) == e->cur_start && lua_gethook(e->L) == NULL)
+        lua_sethook(e->L, busy_hook, LUA_MASKCOUNT, BUSY_CHECK_COUNT);
 }
 
 void install_kill_signal(void)
@@ -233,6 +402,15 @@ void fuzz_budget_start(lua_State *L)
     lua_sethook(L, fuzz_budget_hook, LUA_MASKCOUNT | LUA_MASKCALL, FUZZ_STEP);
 }
 #endif
+
+void script_stop_for_rerun(void)
+{
+    struct engine *e = tl_engine;
+    if (e == NULL || e->cur_start == 0)
+        return;
+    atomic_store(&e->kill_start, e->cur_start);
+    lua_sethook(e->L, kill_hook, LUA_MASKCOUNT, 1);
+}
 
 void script_note_write(void)
 {

@@ -13,6 +13,12 @@ int l_xpcall_global(lua_State *L);
 int guard_libs(lua_State *L);
 /* Installs the handler of the signal SCRIPT KILL sends (once per process). */
 void install_kill_signal(void);
+struct engine;
+/* The run about to start gets the count hook that notices when it passes
+ * busy-reply-threshold (and serves its thread from then on); busy_watch_end, after the run,
+ * takes it out of script_busy_runs if it was counted there. */
+void busy_watch_start(lua_State *L, struct engine *e);
+void busy_watch_end(struct engine *e);
 #ifdef RLIMITD_FUZZ_SCRIPT_BUDGET
 /* Fuzz builds: gives the run about to start its instruction budget. */
 void fuzz_budget_start(lua_State *L);

@@ -279,7 +279,8 @@ void script_run(const char *sha, script_call_fn call, void *call_ud, int64_t sta
 #ifdef RLIMITD_FUZZ_SCRIPT_BUDGET
     fuzz_budget_start(L);
 #else
-    lua_sethook(L, NULL, 0, 0); /* a kill's hook from an earlier run; before run_start */
+    e->nkeys = nkeys;
+    busy_watch_start(L, e); /* replaces a kill's hook from an earlier run; before run_start */
 #endif
     int64_t start = start_ns;
     if (start <= e->last_start)
@@ -289,6 +290,7 @@ void script_run(const char *sha, script_call_fn call, void *call_ud, int64_t sta
     int rc = lua_pcall(L, 0, 1, base + 1);
     atomic_store(&e->run_start, 0);
     e->cur_start = 0;
+    busy_watch_end(e);
     e->call = NULL;
     e->call_ud = NULL;
     if (rc == 0) {

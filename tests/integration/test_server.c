@@ -645,7 +645,8 @@ static int count_batch_threads(pid_t pid, int *main_policy, int *total)
         long long policy = it_proc_stat_field(path, 41);
         if (policy < 0)
             continue; /* a thread that ended meanwhile */
-        /* The signal watcher (net/signals.c) is not an I/O thread. */
+        /* The signal watcher (net/signals.c) and the scripts' busy watcher (started by the
+         * first script) are not I/O threads. */
         char comm_path[64 + sizeof(de->d_name) + 8], comm[32] = "";
         snprintf(comm_path, sizeof(comm_path), "%s/%s/comm", dir, de->d_name);
         FILE *f = fopen(comm_path, "r");
@@ -654,7 +655,7 @@ static int count_batch_threads(pid_t pid, int *main_policy, int *total)
                 comm[0] = '\0';
             fclose(f);
         }
-        if (strcmp(comm, "rlimitd-signals\n") == 0)
+        if (strcmp(comm, "rlimitd-signals\n") == 0 || strcmp(comm, "rlimitd-busy\n") == 0)
             continue;
         batch += policy == SCHED_BATCH;
         (*total)++;

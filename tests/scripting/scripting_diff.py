@@ -4,8 +4,8 @@ for byte.
 
 Each case is a list of commands sent, in order, on one connection to each server (both start
 empty and each case uses its own keys). Every reply must be identical. On a mismatch it prints
-the case, the command and both replies. A case may touch only keys it declares in KEYS: rlimitd
-refuses undeclared keys (docs/COMMANDS.md, Scripting), Redis does not.
+the case, the command and both replies. Scripts may use keys they do not declare, as in Redis
+standalone (the "undeclared keys" case).
 
     scripting_diff.py RLIMITD_BINARY"""
 import hashlib
@@ -353,6 +353,22 @@ CASES = {
                 ev("#!luax\nreturn 1"), ev("#!lua   flags=no-writes  \nreturn 1"),
                 ev("#!lua flags=\nreturn 1"), ev("#!lua\nerror('x')"),
                 ev("#!lua flags=no-writes\nreturn redis.call('get',KEYS[1])", ["s:1"])],
+    "undeclared keys": [
+        ev("return redis.call('incr', 'u:global')"),
+        ev("return redis.call('incr', 'u:global')"),
+        ev("redis.call('set', KEYS[1] .. ':x', ARGV[1]) return redis.call('get', KEYS[1] .. ':x')",
+           ["u:k"], ["v1"]),
+        ev("return redis.call('mget', KEYS[1] .. ':x', 'u:global', 'u:none')", ["u:k"]),
+        ev("for i = 1, 20 do redis.call('rpush', 'u:l' .. (i % 5), i) end "
+           "local r = {} for i = 0, 4 do r[#r + 1] = redis.call('llen', 'u:l' .. i) end "
+           "return r"),
+        ev("return redis.call('del', 'u:l0', 'u:l1', 'u:l2', 'u:l3', 'u:l4', KEYS[1])", ["u:k"]),
+        ev_ro("return redis.call('get', 'u:global')"),
+        ev_ro("return redis.pcall('incr', 'u:global')"),
+        ev("#!lua flags=no-writes\nreturn redis.call('get', 'u:global')"),
+        ev("#!lua flags=no-writes\nreturn redis.call('incr', 'u:global')"),
+        ev("return redis.call('hset', ARGV[1], 'f', 'v')", [], ["u:h"]),
+        ev("return redis.call('hgetall', ARGV[1])", [], ["u:h"])],
     "EVAL_RO": [ev_ro("return redis.call('set',KEYS[1],'b')", ["r:1"]),
                 ev_ro("return redis.pcall('set',KEYS[1],'b')", ["r:1"]),
                 ev_ro("return redis.call('get',KEYS[1])", ["r:1"]),
