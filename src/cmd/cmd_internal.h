@@ -10,6 +10,12 @@
 #include "rlimitd/keyspace.h"
 #include "rlimitd/reply.h"
 
+/* The Redis version rlimitd answers as (INFO's redis_version, HELLO's version): clients and
+ * tools gate features on it (redis-py and go-redis pick command shapes by it, redis_exporter
+ * its metric set), and rlimitd answers COMMAND, HELLO and errors as Redis 7.0 does. Its own
+ * version is INFO's rlimitd_version. */
+#define REDIS_COMPAT_VERSION "7.0.0"
+
 /* Command flags, shown by COMMAND as Redis's names. */
 #define CMD_WRITE 0x1u
 #define CMD_READONLY 0x2u
