@@ -280,7 +280,7 @@ static void reply_entry(struct rbuf *out, const struct cmd_def *d)
     reply_keyspecs(out, d, m);
     /* Subcommands: Redis answers an empty set for a command without any, an array of entries
      * for a container (of which rlimitd lists none, COMMANDS.md). */
-    if (container)
+    if (container || (extra & CMD_SHOW_SUBCOMMANDS))
         reply_array(out, 0);
     else
         reply_set(out, 0);
@@ -698,6 +698,6 @@ const struct cmd_def cmd_command_table[] = {
     {"command", -1, CMD_LOADING | CMD_STALE, 0, 0, 0, "slow connection", cmd_command,
      {.summary = "Returns details about the commands", .since = "2.8.13", .group = "server",
       .complexity = "O(N) where N is the number of commands",
-      .tips = "nondeterministic_output_order"}},
+      .tips = "nondeterministic_output_order", .extra = CMD_SHOW_SUBCOMMANDS}},
 };
 const int cmd_command_count = (int)(sizeof(cmd_command_table) / sizeof(cmd_command_table[0]));

@@ -53,6 +53,9 @@ typedef void (*cmd_fn)(struct cmd_ctx *x);
 /* A container (CLIENT, CONFIG, ...): Redis shows its flags and ACL categories on the
  * subcommands, so COMMAND shows none on the container but @slow. */
 #define CMD_SHOW_CONTAINER 0x04000000u
+/* Redis has subcommands of it but shows its flags on it (COMMAND): as for a container, its
+ * entry's subcommand list is an array (RESP3; rlimitd lists none), not the empty set. */
+#define CMD_SHOW_SUBCOMMANDS 0x02000000u
 #define CMD_SHOW_NO_MANDATORY_KEYS 0x08000000u
 #define CMD_SHOW_SKIP_MONITOR 0x10000000u
 #define CMD_SHOW_NO_ASYNC_LOADING 0x20000000u

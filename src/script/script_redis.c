@@ -160,8 +160,10 @@ static void resp_to_lua(lua_State *L, const char **p, const char *end, int depth
             }
             break;
         }
-        /* {set = {member = true, ...}} or {map = {key = value, ...}} */
-        lua_createtable(L, 0, n < 1024 ? (int)n : 1024);
+        /* {set = {member = true, ...}} or {map = {key = value, ...}}, the table grown from
+         * empty as Redis grows it: its size decides lua_next's order, which a script that
+         * returns the table shows in its reply. */
+        lua_newtable(L);
         for (long long i = 0; i < n; i++) {
             resp_to_lua(L, p, end, depth + 1);
             if (s[0] == '%')
