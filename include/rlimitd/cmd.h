@@ -35,6 +35,10 @@ struct session {
     int64_t ctime_ns;     /* wall clock at connect */
     int64_t last_mono_ns; /* monotonic time of the last command (idle timeout, CLIENT LIST) */
     int last_cmd;         /* index in the command table, -1 before any */
+    /* Which class of client-output-buffer-limit applies (enum conf_obuf_class): memset's 0 is
+     * normal; the subscribe commands make it pubsub. The connection reads it between
+     * commands. */
+    int obuf_class;
     const char *peer;     /* "ip:port" of the client (owned by the connection), for SLOWLOG */
     size_t multi_mem;     /* bytes of the commands queued in MULTI (CLIENT LIST) */
     int multi_count;      /* commands queued in MULTI, -1 outside MULTI (CLIENT LIST) */

@@ -14,6 +14,24 @@
 enum conf_supervised { SUPERVISED_NO = 0, SUPERVISED_SYSTEMD, SUPERVISED_AUTO };
 enum conf_io_sched { IO_SCHED_AUTO = 0, IO_SCHED_NORMAL, IO_SCHED_BATCH };
 
+/* The client classes of client-output-buffer-limit, in Redis's order (CONFIG GET lists them so).
+ * A connection's class is its session's `obuf_class` (cmd.h): normal unless something makes it
+ * otherwise (SUBSCRIBE will make it pubsub; rlimitd has no replicas, so that class is accepted
+ * and shown for Redis's tools but no connection is ever in it). */
+enum conf_obuf_class {
+    CONF_OBUF_NORMAL = 0,
+    CONF_OBUF_REPLICA, /* "slave" in CONFIG GET, "replica" or "slave" when set */
+    CONF_OBUF_PUBSUB,
+    CONF_OBUF_CLASSES
+};
+
+/* One class's limits, in bytes of replies the server holds for a connection: past `hard`, or
+ * past `soft` for more than `soft_seconds` in a row, the connection is closed; 0 = no limit. */
+struct conf_obuf_limit {
+    uint64_t hard, soft;
+    int64_t soft_seconds;
+};
+
 struct conf {
     char *bind[CONF_MAX_BIND]; /* addresses; a leading '-' marks one that may be unavailable */
     int nbind;
@@ -39,7 +57,8 @@ struct conf {
     int64_t client_query_buffer_limit;
     int64_t proto_max_bulk_len;
     int64_t proto_max_args;
-    int64_t client_output_buffer_limit; /* pending output bytes before a client stops being read */
+    int64_t client_output_pause_limit;  /* pending output bytes before a client stops being read */
+    struct conf_obuf_limit obuf[CONF_OBUF_CLASSES]; /* client-output-buffer-limit */
     int64_t slowlog_log_slower_than;    /* microseconds; -1 disables */
     int64_t slowlog_max_len;
     int64_t limiter_top_size;           /* counters of LIMITER TOP's sketch (topk.h) */
@@ -50,7 +69,9 @@ struct conf {
 /* Thread safety. CONFIG SET changes a live directive with conf_set while holding the command
  * layer's conf_lock (struct cmd_env). A live numeric field is an independent int64 scalar: conf_set
  * stores it with a relaxed atomic store, and a thread that reads it without conf_lock must use
- * CONF_GET (a relaxed atomic load); under conf_lock a plain read is fine. A string field
+ * CONF_GET (a relaxed atomic load); under conf_lock a plain read is fine. The fields of `obuf`
+ * are such scalars each (a reader may see one class's hard limit from before a CONFIG SET and
+ * its soft one from after: each is a valid setting on its own). A string field
  * (requirepass) is freed and replaced by conf_set, so it is read only under conf_lock. Fields that
  * are not live are written only before the I/O threads start. */
 #define CONF_GET(c, field) __atomic_load_n(&(c)->field, __ATOMIC_RELAXED)
@@ -60,6 +81,9 @@ struct conf {
 void conf_init(struct conf *c);
 /* Frees the strings owned by *c and NULLs them; calling it twice is harmless. */
 void conf_free(struct conf *c);
+/* *dst becomes a deep copy of *src (its own strings; conf_free it). The caller keeps src from
+ * changing meanwhile (conf_lock). */
+void conf_copy(struct conf *dst, const struct conf *src);
 
 /* Reads a file. Returns 0, or -1 with err holding "file:line: reason" (the reason is one of the
  * conf_set texts below, or "unbalanced quotes", "too many arguments", "NUL byte in line"), or
@@ -70,8 +94,11 @@ int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen);
 /* Applies one directive: name (case-insensitive) and its argument words, e.g. "bind"
  * {"127.0.0.1", "::1"}; a bind word may itself hold several space-separated addresses, so
  * `CONFIG SET bind "a b"` and `--bind "a b"` work. Used for the file, for "--name value"
- * overrides and for CONFIG SET (live != 0 refuses directives that cannot change at run time,
- * and also refuses a proto-max-bulk-len above client-query-buffer-limit).
+ * overrides and for CONFIG SET (live != 0 refuses directives that cannot change at run time;
+ * it also means the value comes from CONFIG SET, which matters for client-output-buffer-limit:
+ * its one string is split at single spaces, as Redis splits it). Checks between directives are
+ * conf_check's, so a CONFIG SET of several must apply them all to a copy (conf_copy), then
+ * conf_check the copy.
  * Returns 0, or -1 with *c unchanged and err (may be NULL) holding the reason alone: no "ERR", no
  * file or line, so the caller adds its own frame. The reasons are:
  *   unknown directive 'NAME'
@@ -81,6 +108,9 @@ int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen);
  *   can't set immutable config                  (live only; Redis's words, so the command layer
  *                                                can answer "ERR CONFIG SET failed (possibly
  *                                                related to argument 'NAME') - " + err)
+ *   client-output-buffer-limit: Redis 7.0's sentences, "Wrong number of arguments in buffer
+ *   limit configuration.", "Invalid client class specified in buffer limit configuration.",
+ *   "Error in hard, soft or soft_seconds setting in buffer limit configuration."
  * The pseudo-directives `save` and `appendonly` only accept "" and "no" (a no-op).
  * Not thread safe: CONFIG SET must hold a lock that readers of the string fields also take. */
 int conf_set(struct conf *c, const char *name, int argc, const char *const *argv, int live,

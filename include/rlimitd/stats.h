@@ -35,6 +35,9 @@ struct stats {
     _Atomic uint64_t clients_mem;       /* bytes the thread's connections hold (CLIENT LIST
                                            tot-mem summed; deltas wrap as uint64) */
     _Atomic uint64_t clients_freed;     /* bytes of closed connections, ever (memory return) */
+    _Atomic uint64_t clients_out_mem;   /* bytes of those the replies not yet sent hold (each
+                                           connection's reply buffer and pending write; part of
+                                           clients_mem; deltas wrap as uint64) */
     _Atomic uint64_t errors[ERRSTAT_COUNT];
     _Atomic uint64_t lim_allowed[LIM_COUNT]; /* limiter decisions (cmd_limiter.c) */
     _Atomic uint64_t lim_limited[LIM_COUNT];

@@ -25,6 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "conf_obuf.h"
 #include "rlimitd/log.h"
 #include "rlimitd/util.h"
 
@@ -37,6 +38,7 @@ enum dtype {
     T_OCTAL,    /* a file mode in octal digits, e.g. 700 */
     T_BIND,     /* 1..CONF_MAX_BIND numeric addresses, each optionally prefixed by '-' */
     T_DURATION, /* a number of `unit_ms` units, or with a unit: 100ms 30s 5m 1h */
+    T_OBUF,     /* client-output-buffer-limit's class groups (conf_obuf.c) */
 };
 
 #define F_LIVE 0x1u     /* CONFIG SET may change it */
@@ -149,8 +151,12 @@ static const struct directive table[] = {
         "largest single argument; must not exceed client-query-buffer-limit"),
     INT("proto-max-args", F_LIVE, proto_max_args, "1024", 1, 4194304,
         "most arguments in one command"),
-    MEM("client-output-buffer-limit", F_LIVE, client_output_buffer_limit, "64mb", KB, INT64_MAX,
-        "pending output at which a client stops being read until it drains"),
+    MEM("client-output-pause-limit", F_LIVE, client_output_pause_limit, "256kb", KB, INT64_MAX,
+        "unsent replies at which a client stops being read until it has read them"),
+    ROW("client-output-buffer-limit", T_OBUF, F_LIVE, obuf,
+        "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60", 0, 0,
+        "<class> <hard> <soft> <soft-seconds>...: unsent replies past hard, or past soft for "
+        "longer than soft-seconds, close the client; 0 = no limit"),
     INT("busy-reply-threshold", F_LIVE, busy_reply_threshold, "5000", 0, INT64_MAX / 1000000,
         "ms a script may run before commands on its keys get -BUSY and SCRIPT KILL may stop it"),
     INT("lua-time-limit", F_LIVE, busy_reply_threshold, "5000", 0, INT64_MAX / 1000000,
@@ -468,6 +474,13 @@ int conf_set(struct conf *c, const char *name, int argc, const char *const *argv
     }
     if (d->type == T_BIND)
         return set_bind(c, d, argc, argv, err, errlen);
+    if (d->type == T_OBUF) {
+        const char *why = NULL;
+        if (conf_obuf_set(c->obuf, argc, argv, live, &why) == 0)
+            return 0;
+        set_err(err, errlen, "%s", why);
+        return -1;
+    }
     if (argc != 1) {
         set_err(err, errlen, "wrong number of arguments for '%s' (expected 1, got %d)", d->name,
                 argc);
@@ -494,12 +507,6 @@ int conf_set(struct conf *c, const char *name, int argc, const char *const *argv
     if (d->type == T_STRING)
         return set_string(c, d, argv[0], err, errlen);
     if (parse_num(d, argv[0], &v, err, errlen) != 0)
-        return -1;
-    if (live && d->off == offsetof(struct conf, proto_max_bulk_len) &&
-        bulk_vs_query(v, c->client_query_buffer_limit, err, errlen) != 0)
-        return -1;
-    if (live && d->off == offsetof(struct conf, client_query_buffer_limit) &&
-        bulk_vs_query(c->proto_max_bulk_len, v, err, errlen) != 0)
         return -1;
     /* Atomic: I/O threads read live numeric fields without conf_lock (CONF_GET, conf.h). */
     __atomic_store_n(int_at(c, d), v, __ATOMIC_RELAXED);
@@ -540,6 +547,20 @@ void conf_free(struct conf *c)
         c->bind[i] = NULL;
     }
     c->nbind = 0;
+}
+
+void conf_copy(struct conf *dst, const struct conf *src)
+{
+    memcpy(dst, src, sizeof *dst);
+    for (size_t i = 0; i < NROWS; i++) {
+        if (table[i].type != T_STRING || (table[i].flags & F_CONST))
+            continue;
+        char **slot = str_at(dst, &table[i]);
+        if (*slot != NULL)
+            *slot = xstrdup(*slot);
+    }
+    for (int i = 0; i < dst->nbind; i++)
+        dst->bind[i] = xstrdup(src->bind[i]);
 }
 
 int conf_check(const struct conf *c, char *err, size_t errlen)
@@ -588,6 +609,8 @@ void conf_get(const struct conf *c, const char *pattern, conf_visit_fn cb, void 
             val = int_get(c, d) ? "yes" : "no";
         } else if (d->type == T_OCTAL) {
             snprintf(buf, sizeof buf, "%" PRIo64, int_get(c, d));
+        } else if (d->type == T_OBUF) {
+            conf_obuf_format(c->obuf, buf, sizeof buf);
         } else {
             snprintf(buf, sizeof buf, "%" PRId64, int_get(c, d));
         }

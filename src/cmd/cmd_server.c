@@ -359,20 +359,34 @@ static void config_set(struct cmd_ctx *x)
     }
     struct cmd_env *env = x->env;
     char err[256];
-    /* Validate everything on a copy first, so a bad pair changes nothing (Redis 7 is atomic). */
+    /* Everything is applied to a copy of the running settings first, then the rules between
+     * directives are checked on the result, so a bad pair changes nothing (Redis 7 is atomic)
+     * and the order of the pairs does not matter (raising client-query-buffer-limit and
+     * proto-max-bulk-len together works either way round). */
     pthread_mutex_lock(&env->conf_lock);
-    for (int i = 2; i < x->argc; i += 2) {
-        struct conf trial;
-        conf_init(&trial);
+    struct conf trial;
+    conf_copy(&trial, env->conf);
+    int bad = -1;
+    for (int i = 2; i < x->argc && bad < 0; i += 2) {
         const char *argv1[1] = {x->argv[i + 1]};
-        int rc = conf_set(&trial, x->argv[i], 1, argv1, 1, err, sizeof(err));
-        conf_free(&trial);
-        if (rc != 0) {
-            pthread_mutex_unlock(&env->conf_lock);
-            reply_errorf(x->out, "ERR CONFIG SET failed (possibly related to argument '%.*s') - %s",
-                         (int)x->lens[i], x->argv[i], err);
-            return;
-        }
+        if (conf_set(&trial, x->argv[i], 1, argv1, 1, err, sizeof(err)) != 0)
+            bad = i;
+    }
+    if (bad < 0 && conf_check(&trial, err, sizeof(err)) != 0) {
+        /* Only the query buffer and bulk limits can break a rule between live directives. */
+        bad = 2;
+        for (int i = 2; i < x->argc; i += 2)
+            if (arg_is(x, i, "proto-max-bulk-len") || arg_is(x, i, "client-query-buffer-limit")) {
+                bad = i;
+                break;
+            }
+    }
+    conf_free(&trial);
+    if (bad >= 0) {
+        pthread_mutex_unlock(&env->conf_lock);
+        reply_errorf(x->out, "ERR CONFIG SET failed (possibly related to argument '%.*s') - %s",
+                     (int)x->lens[bad], x->argv[bad], err);
+        return;
     }
     for (int i = 2; i < x->argc; i += 2) {
         const char *argv1[1] = {x->argv[i + 1]};

@@ -1,6 +1,6 @@
-/* client.c - one connection: reading through the thread's shared buffer, running commands,
- * writing the replies back with as few syscalls as the pipeline allows, back-pressure, and
- * closing.
+/* client.c - one connection: reading through the thread's shared buffer, running commands in
+ * slices that let the thread's other connections have their turn, writing the replies back with
+ * as few syscalls as the pipeline allows, back-pressure and output limits, and closing.
  *
  * Everything here runs on the connection's own I/O thread; only `kill` (atomic) and the
  * registry links (net_shared.lock) are touched by others. */
@@ -13,11 +13,37 @@
 #include "rlimitd/clock.h"
 #include "rlimitd/log.h"
 #include "client.h"
+#include "client_info.h"
+
+/* Fairness (DESIGN.md "Fairness"): a connection runs commands until it has SLICE_BYTES of new
+ * replies (a slice), and the slices of one loop turn (from one poll to the next) take at most
+ * TURN_BUDGET_NS together, whatever the number of connections with work; then the thread polls
+ * again, so a request that arrived meanwhile waits about that long plus the writes of the turn.
+ * The bytes bound what a turn's writes cost, and keep reply buffers small enough to be reused
+ * rather than grown (a grown buffer is new pages to fault in and a copy); commands that reply
+ * little are bounded by the budget alone, so a deep pipeline of them runs on as before while it
+ * is alone. The clock is read only every SLICE_CHECK_CMDS commands or SLICE_CHECK_BYTES of
+ * replies, so a batch of a few commands never reads it. */
+#define SLICE_BYTES (64 * 1024)
+#define TURN_BUDGET_NS (1000 * 1000)
+#define SLICE_CHECK_CMDS 32
+#define SLICE_CHECK_BYTES (16 * 1024)
+
+/* The limits count what a connection holds past its first OBUF_UNCOUNTED bytes, as Redis's
+ * count leaves out its 16 KiB static reply buffer: a limit set in Redis means the same here
+ * (a limit of a few bytes does not close a client for an ordinary reply). */
+#define OBUF_UNCOUNTED (16 * 1024)
+
+/* What an unauthenticated connection may hold past those (Redis's fix for CVE-2025-21605): it
+ * may only AUTH, and anything else answers an error, so one that sends commands without reading
+ * their NOAUTH errors is closed rather than left to grow. */
+#define UNAUTH_OUTPUT_LIMIT 1024
 
 static void process(struct client *c);
 static void flush(struct client *c);
 static void publish(struct client *c);
 static size_t client_memory(const struct client *c);
+static size_t published_output_memory(const struct client *c);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
@@ -63,12 +89,34 @@ static void on_close(uv_handle_t *h)
     free(c);
 }
 
+/* Takes c off its thread's ready list (a short list: the connections that used up a slice). */
+static void ready_remove(struct client *c)
+{
+    struct io_thread *t = c->thread;
+    struct client *prev = NULL;
+    for (struct client *r = t->ready_head; r != NULL; prev = r, r = r->ready_next) {
+        if (r != c)
+            continue;
+        if (prev != NULL)
+            prev->ready_next = c->ready_next;
+        else
+            t->ready_head = c->ready_next;
+        if (t->ready_tail == c)
+            t->ready_tail = prev;
+        break;
+    }
+    c->ready = 0;
+    c->ready_next = NULL;
+}
+
 void client_close(struct client *c)
 {
     if (c->state == CLIENT_CLOSING)
         return;
     c->state = CLIENT_CLOSING;
     stop_reading(c);
+    if (c->ready)
+        ready_remove(c); /* the struct is freed before the list is walked again */
     /* Gone from CLIENT LIST and from the maxclients count at once, not a loop turn later. The
      * struct itself lives until the close callback. */
     struct net_shared *net = c->thread->net;
@@ -84,14 +132,23 @@ void client_close(struct client *c)
     /* Out of mem_clients_normal with the count (publish does nothing from here on). */
     stats_add(&c->thread->stats.clients_mem,
               -(uint64_t)atomic_load_explicit(&c->tot_mem, memory_order_relaxed));
+    stats_add(&c->thread->stats.clients_out_mem, -(uint64_t)published_output_memory(c));
     atomic_store_explicit(&c->tot_mem, 0, memory_order_relaxed);
     atomic_fetch_sub(&net->nclients, 1);
     uv_close(&c->h.handle, on_close);
 }
 
+static size_t inflight_len(const struct client *c)
+{
+    return c->inflight != NULL ? c->inflight->len : 0;
+}
+
+/* Replies the server holds for the connection: built and not yet offered to the kernel, and
+ * the part of the last write the kernel did not take. What the limits measure, as Redis
+ * measures its reply buffers. */
 static size_t pending_output(const struct client *c)
 {
-    return c->out.len + (c->inflight != NULL ? c->inflight->len : 0);
+    return c->out.len + inflight_len(c);
 }
 
 void client_close_after_flush(struct client *c)
@@ -117,9 +174,107 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     buf->len = len;
 }
 
-static int64_t output_limit(const struct client *c)
+static int64_t pause_limit(const struct client *c)
 {
-    return __atomic_load_n(&c->thread->net->conf->client_output_buffer_limit, __ATOMIC_RELAXED);
+    return CONF_GET(c->thread->net->conf, client_output_pause_limit);
+}
+
+static int obuf_class(const struct client *c)
+{
+    unsigned k = (unsigned)c->session.obuf_class;
+    return k < CONF_OBUF_CLASSES ? (int)k : CONF_OBUF_NORMAL;
+}
+
+static int unauthenticated(const struct client *c)
+{
+    return !c->session.authed &&
+           atomic_load_explicit(&c->thread->net->env->auth_required, memory_order_relaxed);
+}
+
+/* The fewest unsent bytes at which output_limits_broken or the pause may act: the run of
+ * commands compares against this alone. */
+static size_t output_watch(const struct client *c)
+{
+    const struct conf *conf = c->thread->net->conf;
+    int k = obuf_class(c);
+    uint64_t w = (uint64_t)pause_limit(c) + 1;
+    uint64_t hard = CONF_GET(conf, obuf[k].hard), soft = CONF_GET(conf, obuf[k].soft);
+    uint64_t lim = hard != 0 && (soft == 0 || hard < soft) ? hard : soft;
+    if (unauthenticated(c) && (lim == 0 || UNAUTH_OUTPUT_LIMIT + 1 < lim))
+        lim = UNAUTH_OUTPUT_LIMIT + 1;
+    if (lim != 0 && lim <= UINT64_MAX - OBUF_UNCOUNTED && lim + OBUF_UNCOUNTED < w)
+        w = lim + OBUF_UNCOUNTED;
+    return w > SIZE_MAX ? SIZE_MAX : (size_t)w;
+}
+
+/* Closes c as Redis does, with Redis's log line (the client's CLIENT LIST line inside), from a
+ * command's reply (Redis: "scheduled to be closed ASAP") or from the cron ("closed"). */
+static void close_over_limits(struct client *c, int from_cron)
+{
+    struct rbuf line;
+    rbuf_init(&line);
+    publish(c); /* the line shows the buffers as they are now */
+    client_format(c, &line, (uint64_t)(clock_mono_ns() / 1000000));
+    int n = (int)(line.len > 0 && line.p[line.len - 1] == '\n' ? line.len - 1 : line.len);
+    log_warning("Client %.*s %s for overcoming of output buffer limits.", n,
+                line.p != NULL ? line.p : "",
+                from_cron ? "closed" : "scheduled to be closed ASAP");
+    rbuf_free(&line);
+    client_close(c);
+}
+
+/* Redis's rule for client-output-buffer-limit: with pend unsent bytes, counted past the first
+ * OBUF_UNCOUNTED, at or over the class's hard limit, or at or over its soft limit continuously
+ * for more than its seconds, the connection is closed; so it is over UNAUTH_OUTPUT_LIMIT before
+ * AUTH. Keeps the soft limit's clock (a look under the soft limit resets it). Returns whether it
+ * closed c. */
+static int output_limits_broken(struct client *c, size_t pend, int from_cron)
+{
+    const struct conf *conf = c->thread->net->conf;
+    int k = obuf_class(c);
+    uint64_t hard = CONF_GET(conf, obuf[k].hard), soft = CONF_GET(conf, obuf[k].soft);
+    uint64_t used = pend > OBUF_UNCOUNTED ? pend - OBUF_UNCOUNTED : 0;
+    int over = unauthenticated(c) && used > UNAUTH_OUTPUT_LIMIT;
+    if (hard != 0 && used >= hard)
+        over = 1;
+    if (soft != 0 && used >= soft) {
+        uint64_t now = uv_now(&c->thread->loop) + 1;
+        uint64_t secs = (uint64_t)CONF_GET(conf, obuf[k].soft_seconds);
+        if (c->soft_since_ms == 0)
+            c->soft_since_ms = now;
+        else if (now - c->soft_since_ms > secs * 1000)
+            over = 1;
+    } else {
+        c->soft_since_ms = 0;
+    }
+    if (over)
+        close_over_limits(c, from_cron);
+    return over;
+}
+
+void client_cron_output(struct client *c)
+{
+    if (c->state == CLIENT_CLOSING)
+        return;
+    size_t pend = pending_output(c);
+    if (pend > 0 || c->soft_since_ms != 0)
+        output_limits_broken(c, pend, 1);
+}
+
+/* After a write: the limits looked at with what the kernel did not take. Returns whether c is
+ * still open. */
+static int output_checked(struct client *c)
+{
+    if (c->state == CLIENT_CLOSING)
+        return 0;
+    size_t pend = pending_output(c);
+    if (pend == 0 && c->soft_since_ms == 0)
+        return 1;
+    if (pend < output_watch(c)) {
+        c->soft_since_ms = 0; /* under every limit, so under the soft one */
+        return 1;
+    }
+    return !output_limits_broken(c, pend, 0);
 }
 
 /* Reply buffers are the thread's: the connection being served borrows the spare one, and gives
@@ -152,7 +307,7 @@ static void out_release(struct client *c)
  * commands that were left buffered, then read again. Returns whether it did. */
 static int resume_if_drained(struct client *c)
 {
-    if (c->state != CLIENT_PAUSED || (int64_t)pending_output(c) > output_limit(c) / 2)
+    if (c->state != CLIENT_PAUSED || (int64_t)pending_output(c) > pause_limit(c) / 2)
         return 0;
     c->state = CLIENT_ACTIVE;
     process(c);
@@ -174,6 +329,8 @@ static void on_write(uv_write_t *req, int status)
     if (c->state == CLIENT_CLOSING)
         return;
     flush(c);
+    if (!output_checked(c))
+        return;
     if (c->state == CLIENT_DRAINING) {
         if (pending_output(c) == 0)
             client_close(c);
@@ -237,10 +394,24 @@ static void flush(struct client *c)
 
 /* Bytes this connection holds: what INFO's mem_clients_normal sums and CLIENT LIST's tot-mem
  * shows. The thread's shared buffers are not counted: they do not grow with connections. */
+static size_t output_memory(const struct client *c)
+{
+    return c->out.cap + (c->inflight != NULL ? sizeof(*c->inflight) + c->inflight->len : 0);
+}
+
+/* output_memory as publish last counted it into the thread's clients_out_mem, from the CLIENT
+ * LIST figures it published with it (rbs: out.cap; omem: the pending write's bytes, never 0
+ * while one exists). */
+static size_t published_output_memory(const struct client *c)
+{
+    size_t omem = atomic_load_explicit(&c->omem, memory_order_relaxed);
+    return atomic_load_explicit(&c->rbs, memory_order_relaxed) +
+           (omem > 0 ? sizeof(struct client_write) + omem : 0);
+}
+
 static size_t client_memory(const struct client *c)
 {
-    return sizeof(*c) + resp_capacity(&c->resp) + c->out.cap +
-           (c->inflight != NULL ? sizeof(*c->inflight) + c->inflight->len : 0);
+    return sizeof(*c) + resp_capacity(&c->resp) + output_memory(c);
 }
 
 /* Publishes this connection's buffer figures for CLIENT LIST on other threads. obl goes last,
@@ -251,8 +422,9 @@ static void publish(struct client *c)
     if (c->state == CLIENT_CLOSING)
         return; /* no longer listed nor counted */
     size_t in = resp_buffered(&c->resp), cap = resp_capacity(&c->resp);
-    size_t mem = client_memory(c);
+    size_t mem = client_memory(c), omem = output_memory(c);
     size_t old = atomic_load_explicit(&c->tot_mem, memory_order_relaxed);
+    size_t old_out = published_output_memory(c);
     atomic_store_explicit(&c->tot_mem, mem, memory_order_relaxed);
     atomic_store_explicit(&c->qbuf, in, memory_order_relaxed);
     atomic_store_explicit(&c->qbuf_free, cap > in ? cap - in : 0, memory_order_relaxed);
@@ -262,6 +434,8 @@ static void publish(struct client *c)
     atomic_store_explicit(&c->obl, c->out.len, memory_order_release);
     if (mem != old)
         stats_add(&c->thread->stats.clients_mem, (uint64_t)mem - (uint64_t)old);
+    if (omem != old_out)
+        stats_add(&c->thread->stats.clients_out_mem, (uint64_t)omem - (uint64_t)old_out);
 }
 
 /* Replies go out at the end of the loop turn, after every connection that was ready has been
@@ -299,7 +473,7 @@ static void flush_queued(struct io_thread *t)
         c->flush_next = NULL;
         c->queued = 0;
         flush(c);
-        if (!resume_if_drained(c)) /* it queues c again */
+        if (output_checked(c) && !resume_if_drained(c)) /* it queues c again */
             publish(c);
     }
 }
@@ -311,22 +485,127 @@ static void on_flush_check(uv_check_t *h)
 
 static void on_flush_prepare(uv_prepare_t *h)
 {
-    flush_queued(h->data);
+    struct io_thread *t = h->data;
+    t->turn++; /* the poll comes next: a new turn, with a budget of its own */
+    flush_queued(t);
 }
 
-/* Runs every complete command buffered, settles the parser (an idle connection holds no
- * buffer) and queues the batch's replies for the end of the turn (queue_flush). */
+/* What the slices of the current turn have taken so far (the count starts again each turn). */
+static uint64_t turn_used(struct io_thread *t)
+{
+    if (t->budget_turn != t->turn) {
+        t->budget_turn = t->turn;
+        t->turn_used_ns = 0;
+    }
+    return t->turn_used_ns;
+}
+
+/* Whether the turn's budget is used, counting the slice that began at `began` (0: at this
+ * look, which *began records). */
+static int budget_spent(struct io_thread *t, uint64_t *began)
+{
+    uint64_t now = uv_hrtime();
+    if (*began == 0)
+        *began = now;
+    return turn_used(t) + (now - *began) >= TURN_BUDGET_NS;
+}
+
+static void on_ready(uv_idle_t *h);
+
+/* c used its slice with commands still buffered: they wait, with any input still in the
+ * kernel, for the thread's next turn, where on_ready gives c another slice. */
+static void yield_turn(struct client *c)
+{
+    struct io_thread *t = c->thread;
+    stop_reading(c);
+    if (c->ready)
+        return;
+    c->ready = 1;
+    c->ready_next = NULL;
+    if (t->ready_tail != NULL) {
+        t->ready_tail->ready_next = c;
+    } else {
+        t->ready_head = c;
+        uv_idle_start(&t->ready_idle, on_ready);
+    }
+    t->ready_tail = c;
+}
+
+/* The next turn: one more slice for each connection that was waiting when it began, in the
+ * order they stopped (one that stops again goes to the back, for the turn after), as far as the
+ * turn's budget goes. The idle phase comes before the prepare phase, which writes their replies
+ * before the poll. */
+static void on_ready(uv_idle_t *h)
+{
+    struct io_thread *t = h->data;
+    thread_mark_work(t);
+    size_t n = 0;
+    for (struct client *r = t->ready_head; r != NULL; r = r->ready_next)
+        n++;
+    /* Popped one at a time, at most n: a connection closed meanwhile leaves the list. Once the
+     * turn's budget is used, the rest wait for the next turn, first in line (at least one runs
+     * each turn, so the list always moves). */
+    for (size_t done = 0; done < n && t->ready_head != NULL; done++) {
+        if (done > 0 && turn_used(t) >= TURN_BUDGET_NS)
+            break;
+        struct client *c = t->ready_head;
+        t->ready_head = c->ready_next;
+        if (t->ready_tail == c)
+            t->ready_tail = NULL;
+        c->ready_next = NULL;
+        c->ready = 0;
+        if (c->state == CLIENT_ACTIVE)
+            process(c);
+    }
+    if (t->ready_head == NULL)
+        uv_idle_stop(h);
+}
+
+/* Where the run of commands next looks up from its commands (an out.len): at the fewest unsent
+ * bytes a limit or the pause may act on (watch), or a slice check's worth of replies on. */
+static size_t look_at(const struct client *c, size_t watch)
+{
+    size_t infl = inflight_len(c);
+    size_t limit_at = watch > infl ? watch - infl : 0;
+    size_t slice_at = c->out.len + SLICE_CHECK_BYTES;
+    return limit_at < slice_at ? limit_at : slice_at;
+}
+
+/* Runs the complete commands buffered, for one slice at most, settles the parser (an idle
+ * connection holds no buffer) and queues the batch's replies for the end of the turn
+ * (queue_flush). Between commands it looks, when the replies reach look_at's mark or every
+ * SLICE_CHECK_CMDS commands, at the output limits, the pause and the slice. */
 static void process(struct client *c)
 {
     struct net_shared *net = c->thread->net;
     out_borrow(c);
+    size_t watch = output_watch(c);
+    size_t mark = look_at(c, watch);
+    size_t out0 = c->out.len;
+    unsigned left = SLICE_CHECK_CMDS;
+    uint64_t began = 0; /* this slice's start, read at its first look */
     while (c->state == CLIENT_ACTIVE) {
-        if ((int64_t)pending_output(c) > output_limit(c)) {
-            /* Stop reading until the client takes its replies (DESIGN.md "Hot path"). */
-            c->state = CLIENT_PAUSED;
-            stop_reading(c);
-            break;
+        if (c->out.len >= mark || left == 0) {
+            size_t pend = pending_output(c);
+            watch = output_watch(c); /* AUTH or SUBSCRIBE may have changed it */
+            if (pend >= watch) {
+                if (output_limits_broken(c, pend, 0))
+                    break;
+                if ((int64_t)pend > pause_limit(c)) {
+                    /* Stop reading until the client takes its replies (DESIGN.md "Hot path"). */
+                    c->state = CLIENT_PAUSED;
+                    stop_reading(c);
+                    break;
+                }
+            }
+            if (c->out.len - out0 >= SLICE_BYTES || budget_spent(c->thread, &began)) {
+                yield_turn(c);
+                break;
+            }
+            mark = look_at(c, watch);
+            left = SLICE_CHECK_CMDS;
         }
+        left--;
         struct resp_cmd cmd;
         enum resp_status st = resp_next(&c->resp, &cmd);
         if (st == RESP_NEED_MORE)
@@ -343,6 +622,8 @@ static void process(struct client *c)
         else if (atomic_load_explicit(&c->kill, memory_order_relaxed))
             client_close(c);
     }
+    if (began != 0) /* only a batch long enough to be looked at reads the clock */
+        c->thread->turn_used_ns = turn_used(c->thread) + (uv_hrtime() - began);
     if (c->state == CLIENT_CLOSING || c->state == CLIENT_DRAINING)
         resp_deinit(&c->resp); /* nothing more will be parsed */
     else
@@ -351,8 +632,9 @@ static void process(struct client *c)
      * another connection sees its query buffer as it is now. */
     publish(c);
     queue_flush(c);
-    /* Reading again after a pause: resume_if_drained, once the replies are with the kernel. */
-    if (c->state == CLIENT_ACTIVE && !c->reading)
+    /* Reading again after a pause: resume_if_drained, once the replies are with the kernel;
+     * after a slice: on_ready, once the buffered commands have run. */
+    if (c->state == CLIENT_ACTIVE && !c->reading && !c->ready)
         start_reading(c);
 }
 
@@ -382,22 +664,6 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     process(c);
 }
 
-static void format_addr(const struct sockaddr_storage *ss, char *out, size_t outlen)
-{
-    char host[INET6_ADDRSTRLEN] = "?";
-    int port = 0;
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-        uv_ip4_name(a, host, sizeof(host));
-        port = ntohs(a->sin_port);
-    } else if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
-        uv_ip6_name(a, host, sizeof(host));
-        port = ntohs(a->sin6_port);
-    }
-    snprintf(out, outlen, "%s:%d", host, port);
-}
-
 static struct resp_limits current_limits(struct net_shared *net)
 {
     struct resp_limits lim;
@@ -421,9 +687,13 @@ void client_thread_init(struct io_thread *t)
     uv_prepare_init(&t->loop, &t->flush_prepare);
     t->flush_prepare.data = t;
     uv_prepare_start(&t->flush_prepare, on_flush_prepare);
-    /* Neither keeps the loop alive by itself. */
+    t->ready_head = t->ready_tail = NULL;
+    uv_idle_init(&t->loop, &t->ready_idle);
+    t->ready_idle.data = t;
+    /* None keeps the loop alive by itself. */
     uv_unref((uv_handle_t *)&t->flush_check);
     uv_unref((uv_handle_t *)&t->flush_prepare);
+    uv_unref((uv_handle_t *)&t->ready_idle);
 }
 
 void client_thread_config(struct io_thread *t)
@@ -436,6 +706,7 @@ void client_thread_close_handles(struct io_thread *t)
 {
     uv_close((uv_handle_t *)&t->flush_check, NULL);
     uv_close((uv_handle_t *)&t->flush_prepare, NULL);
+    uv_close((uv_handle_t *)&t->ready_idle, NULL);
 }
 
 void client_thread_deinit(struct io_thread *t)
@@ -480,7 +751,7 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
         int len = sizeof(ss);
         c->addr_buf[0] = '\0';
         if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0)
-            format_addr(&ss, c->addr_buf, sizeof(c->addr_buf));
+            client_format_addr(&ss, c->addr_buf, sizeof(c->addr_buf));
         c->addr = c->addr_buf;
         uv_tcp_nodelay(&c->h.tcp, 1);
         int64_t ka = __atomic_load_n(&net->conf->tcp_keepalive, __ATOMIC_RELAXED);
@@ -519,60 +790,4 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
     }
     c->state = CLIENT_ACTIVE;
     start_reading(c);
-}
-
-/* The local address is not kept per connection: asked of the socket when listed (the caller
- * holds net_shared.lock, so the connection, and its fd, cannot be closed meanwhile). */
-static void local_addr(const struct client *c, char *out, size_t outlen)
-{
-    if (c->is_unix) {
-        size_t n = strlen(c->addr);
-        snprintf(out, outlen, "%.*s", (int)(n >= 2 ? n - 2 : 0), c->addr); /* without ":0" */
-        return;
-    }
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    out[0] = '\0';
-    if (getsockname(c->fd, (struct sockaddr *)&ss, &len) == 0)
-        format_addr(&ss, out, outlen);
-}
-
-void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_ms)
-{
-    const struct session *s = &c->session;
-    size_t obl = atomic_load_explicit(&c->obl, memory_order_acquire); /* first: see publish */
-    int64_t last = __atomic_load_n(&s->last_mono_ns, __ATOMIC_RELAXED) / 1000000;
-    int64_t idle = last > 0 && (int64_t)now_mono_ms > last ? ((int64_t)now_mono_ms - last) / 1000
-                                                           : 0;
-    int64_t age = (clock_now_ns() - s->ctime_ns) / 1000000000;
-    int last_cmd = __atomic_load_n(&s->last_cmd, __ATOMIC_RELAXED);
-    const char *cmd = last_cmd >= 0 ? cmd_name(last_cmd) : "NULL";
-    unsigned flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
-    int multi = __atomic_load_n(&s->multi_count, __ATOMIC_RELAXED);
-    size_t multi_mem = __atomic_load_n(&s->multi_mem, __ATOMIC_RELAXED);
-    size_t omem = atomic_load_explicit(&c->omem, memory_order_relaxed);
-    size_t oll = omem > 0 ? 1 : 0; /* one pending write at most */
-    char laddr[112];
-    local_addr(c, laddr, sizeof(laddr));
-    char line[1280];
-    /* Redis 7's fields in Redis's order; we have no pub/sub, so those counts are really 0. */
-    int n = snprintf(line, sizeof(line),
-                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
-                     "sub=0 psub=0 ssub=0 multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 "
-                     "multi-mem=%zu rbs=%zu rbp=%zu obl=%zu oll=%zu omem=%zu tot-mem=%zu "
-                     "events=%s cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
-                     (unsigned long long)s->id, c->addr, laddr, c->fd,
-                     s->name != NULL ? s->name : "", (long long)age, (long long)idle,
-                     (flags & SESSION_IN_MULTI) ? "x" : "N", multi,
-                     atomic_load_explicit(&c->qbuf, memory_order_relaxed),
-                     atomic_load_explicit(&c->qbuf_free, memory_order_relaxed), multi_mem,
-                     atomic_load_explicit(&c->rbs, memory_order_relaxed),
-                     atomic_load_explicit(&c->rbs, memory_order_relaxed),
-                     obl, oll, omem,
-                     atomic_load_explicit(&c->tot_mem, memory_order_relaxed),
-                     oll ? "rw" : "r", cmd, (int)__atomic_load_n(&s->resp, __ATOMIC_RELAXED),
-                     s->lib_name != NULL ? s->lib_name : "",
-                     s->lib_ver != NULL ? s->lib_ver : "");
-    if (n > 0)
-        rbuf_append(out, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }

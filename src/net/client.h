@@ -61,6 +61,14 @@ struct io_thread {
     struct client *flush_list;
     uv_prepare_t flush_prepare;
     uv_check_t flush_check;
+    /* Fairness (DESIGN.md "Fairness"): connections that used up their slice of a loop turn with
+     * commands still buffered, in the order they stopped; the idle handle, started while the
+     * list is not empty, runs them again in the next turn and keeps the poll from sleeping. */
+    struct client *ready_head, *ready_tail;
+    uv_idle_t ready_idle;
+    unsigned turn;          /* loop turns so far (a turn ends in the prepare phase, before the poll) */
+    unsigned budget_turn;   /* the turn turn_used_ns counts for */
+    uint64_t turn_used_ns;  /* time connections' slices took in that turn */
     char unix_addr[112];   /* "path:0" of this thread's unix socket clients, set at accept */
     unsigned expire_shard;  /* next of this thread's shards to sweep */
     unsigned config_gen;    /* last configuration generation applied */
@@ -71,7 +79,7 @@ struct io_thread {
 /* Connection states, as memcached names them: what the connection is waiting for. */
 enum client_state {
     CLIENT_ACTIVE = 0, /* reading and answering */
-    CLIENT_PAUSED,     /* not reading: pending output over client-output-buffer-limit */
+    CLIENT_PAUSED,     /* not reading: pending output over client-output-pause-limit */
     CLIENT_DRAINING,   /* not reading: flushing the last replies, then close */
     CLIENT_CLOSING,    /* uv_close called; freed in the close callback */
 };
@@ -101,15 +109,20 @@ struct client {
     struct client_write *inflight;   /* the pending uv_write, or NULL */
     struct client *tprev, *tnext;    /* thread list */
     struct client *flush_next;       /* thread's flush_list, valid while `queued` */
+    struct client *ready_next;       /* thread's ready list, valid while `ready` */
     struct client *gprev, *gnext;    /* registry list (under net_shared.lock) */
     const char *addr;                /* peer "ip:port" (addr_buf), or the thread's unix_addr */
     /* CLIENT LIST figures, written by the owning thread after each batch, read by any thread. */
     _Atomic size_t qbuf, qbuf_free, rbs, obl, omem, tot_mem;
+    /* When the unsent replies went over the soft limit of client-output-buffer-limit (the
+     * loop's clock, ms, plus 1), or 0 while under it. */
+    uint64_t soft_since_ms;
     int fd;
     unsigned char state;             /* enum client_state */
     unsigned char reading;           /* uv_read_start is in effect */
     unsigned char is_unix;
     unsigned char queued;            /* on the thread's flush_list */
+    unsigned char ready;             /* on the thread's ready list (has commands to run) */
     _Atomic unsigned char kill;      /* set by CLIENT KILL from any thread */
     char addr_buf[INET6_ADDRSTRLEN + 8];
 };
@@ -134,7 +147,8 @@ void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix);
 void client_close_after_flush(struct client *c);
 /* Closes the client now (pending output dropped). */
 void client_close(struct client *c);
-/* CLIENT LIST line of c appended to out (caller holds net_shared.lock). */
-void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_ms);
+/* The cron's look at a connection's unsent replies: closes it if they have been over its
+ * soft limit for too long (client-output-buffer-limit), as Redis's clientsCron does. */
+void client_cron_output(struct client *c);
 
 #endif

@@ -1,5 +1,5 @@
 /* cron.c - each I/O thread's 100 ms timer: active expiry over the thread's shards, idle timeouts,
- * CLIENT KILL left pending; on thread 0 memory return, INFO's ops samples and the persistence
+ * output buffer soft limits, CLIENT KILL left pending; on thread 0 memory return, INFO's ops samples and the persistence
  * tick. */
 #include "cron.h"
 
@@ -74,8 +74,12 @@ static void on_cron(uv_timer_t *timer)
             if ((int64_t)mono_ms - last > timeout * 1000) {
                 log_verbose("Closing idle client id=%llu", (unsigned long long)c->session.id);
                 client_close(c);
+                continue;
             }
         }
+        /* A client that stopped reading produces no more replies (it is paused), so only
+         * here can its soft limit's time run out. */
+        client_cron_output(c);
     }
     if (t->index == 0) {
         maybe_return_memory(srv, mono_ms);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "client_info.h"
 #include "cron.h"
 #include "io_thread.h"
 #include "rlimitd/clock.h"

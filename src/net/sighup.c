@@ -66,7 +66,11 @@ static void on_sighup(uv_signal_t *h, int signum)
         struct conf fresh;
         char err[512];
         conf_init(&fresh);
-        if (conf_load_file(&fresh, srv->config_file, err, sizeof(err)) != 0) {
+        /* The rules between directives are checked on the file as a whole: its live settings
+         * are then applied one by one, and each alone may break a rule the next one mends
+         * (client-query-buffer-limit lowered before proto-max-bulk-len). */
+        if (conf_load_file(&fresh, srv->config_file, err, sizeof(err)) != 0 ||
+            conf_check(&fresh, err, sizeof(err)) != 0) {
             log_warning("SIGHUP: %s; keeping the running configuration", err);
         } else {
             conf_resolve(&fresh); /* "threads 0" means what it meant at start */

@@ -284,7 +284,7 @@ static size_t fill_pings(char *buf, size_t cap, int *next)
 
 Test(limits, output_back_pressure)
 {
-    struct it_daemon *d = it_start(IT_ARGS("--client-output-buffer-limit", "1mb"));
+    struct it_daemon *d = it_start(IT_ARGS("--client-output-pause-limit", "1mb"));
     redisContext *other = it_connect(d->port);
     IT_STATUS(it_cmd(other, "SET sentinel alive"), "OK");
     long rss0 = it_rss_kib(d->pid);

@@ -163,7 +163,8 @@ static const struct {
     {"client-query-buffer-limit", "1048576"},
     {"proto-max-bulk-len", "524288"},
     {"proto-max-args", "1024"},
-    {"client-output-buffer-limit", "67108864"},
+    {"client-output-pause-limit", "262144"},
+    {"client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"},
     {"busy-reply-threshold", "5000"},
     {"lua-time-limit", "5000"},
     {"slowlog-log-slower-than", "10000"},
@@ -206,7 +207,17 @@ Test(conf, defaults_fill_every_field)
     cr_assert_eq(c.client_query_buffer_limit, 1024 * 1024);
     cr_assert_eq(c.proto_max_bulk_len, 512 * 1024);
     cr_assert_eq(c.proto_max_args, 1024);
-    cr_assert_eq(c.client_output_buffer_limit, 64 * 1024 * 1024);
+    cr_assert_eq(c.client_output_pause_limit, 256 * 1024);
+    /* Redis 7.0's classes and defaults. */
+    cr_assert_eq(c.obuf[CONF_OBUF_NORMAL].hard, 0);
+    cr_assert_eq(c.obuf[CONF_OBUF_NORMAL].soft, 0);
+    cr_assert_eq(c.obuf[CONF_OBUF_NORMAL].soft_seconds, 0);
+    cr_assert_eq(c.obuf[CONF_OBUF_REPLICA].hard, 256 << 20);
+    cr_assert_eq(c.obuf[CONF_OBUF_REPLICA].soft, 64 << 20);
+    cr_assert_eq(c.obuf[CONF_OBUF_REPLICA].soft_seconds, 60);
+    cr_assert_eq(c.obuf[CONF_OBUF_PUBSUB].hard, 32 << 20);
+    cr_assert_eq(c.obuf[CONF_OBUF_PUBSUB].soft, 8 << 20);
+    cr_assert_eq(c.obuf[CONF_OBUF_PUBSUB].soft_seconds, 60);
     cr_assert_eq(c.slowlog_log_slower_than, 10000);
     cr_assert_eq(c.slowlog_max_len, 128);
     cr_assert_eq(c.limiter_top_size, 1000);
@@ -270,7 +281,9 @@ Test(conf, full_valid_file_sets_every_directive)
                                "client-query-buffer-limit 4mb\n"
                                "proto-max-bulk-len 2mb\n"
                                "proto-max-args 64\n"
-                               "client-output-buffer-limit 32mb\n"
+                               "client-output-pause-limit 32mb\n"
+                               "client-output-buffer-limit normal 1mb 512kb 10\n"
+                               "client-output-buffer-limit replica 2mb 1mb 20 pubsub 4mb 2mb 30\n"
                                "slowlog-log-slower-than -1\n"
                                "slowlog-max-len 0\n"
                                "save \"\"\n"
@@ -301,7 +314,9 @@ Test(conf, full_valid_file_sets_every_directive)
     cr_assert_eq(c.client_query_buffer_limit, 4 << 20);
     cr_assert_eq(c.proto_max_bulk_len, 2 << 20);
     cr_assert_eq(c.proto_max_args, 64);
-    cr_assert_eq(c.client_output_buffer_limit, 32 << 20);
+    cr_assert_eq(c.client_output_pause_limit, 32 << 20);
+    cr_assert_str_eq(get1(&c, "client-output-buffer-limit"),
+                     "normal 1048576 524288 10 slave 2097152 1048576 20 pubsub 4194304 2097152 30");
     cr_assert_eq(c.slowlog_log_slower_than, -1);
     cr_assert_eq(c.slowlog_max_len, 0);
     cr_assert_eq(conf_check(&c, err, sizeof err), 0, "%s", err);
@@ -503,8 +518,16 @@ Test(conf, each_kind_of_error_has_its_text)
          "invalid value for 'client-query-buffer-limit': '100' (must be 1kb..1gb)"},
         {"proto-max-bulk-len 1gb",
          "invalid value for 'proto-max-bulk-len': '1gb' (must be 1..512mb)"},
-        {"client-output-buffer-limit 512",
-         "invalid value for 'client-output-buffer-limit': '512' (must be at least 1kb)"},
+        {"client-output-pause-limit 512",
+         "invalid value for 'client-output-pause-limit': '512' (must be at least 1kb)"},
+        {"client-output-buffer-limit 64mb",
+         "Wrong number of arguments in buffer limit configuration."},
+        {"client-output-buffer-limit \"\"",
+         "Wrong number of arguments in buffer limit configuration."},
+        {"client-output-buffer-limit master 1 1 1",
+         "Invalid client class specified in buffer limit configuration."},
+        {"client-output-buffer-limit normal 1mb 1mb -1",
+         "Error in hard, soft or soft_seconds setting in buffer limit configuration."},
         {"slowlog-log-slower-than -2",
          "invalid value for 'slowlog-log-slower-than': '-2' (must be at least -1)"},
         {"timeout 1500ms",
@@ -676,7 +699,9 @@ Test(conf, live_set_changes_live_directives)
         {"client-query-buffer-limit", "2mb", "2097152"},
         {"proto-max-bulk-len", "1mb", "1048576"},
         {"proto-max-args", "8", "8"},
-        {"client-output-buffer-limit", "1mb", "1048576"},
+        {"client-output-pause-limit", "1mb", "1048576"},
+        {"client-output-buffer-limit", "pubsub 1mb 1kb 5",
+         "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 1024 5"},
         {"busy-reply-threshold", "100", "100"},
         {"lua-time-limit", "250", "250"},
         {"slowlog-log-slower-than", "-1", "-1"},
@@ -751,14 +776,27 @@ Test(conf, bulk_len_may_not_exceed_query_buffer)
     char err[256] = "";
 
     conf_init(&c);
-    /* Live: refused at once, naming both limits. */
-    cr_assert_eq(set1(&c, "proto-max-bulk-len", "2mb", 1, err, sizeof err), -1);
+    /* conf_set judges one directive; the rule between the two is conf_check's, on the result
+     * (CONFIG SET applies its pairs to a copy and checks that, so their order does not
+     * matter there either). */
+    cr_assert_eq(set1(&c, "proto-max-bulk-len", "2mb", 1, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(conf_check(&c, err, sizeof err), -1);
     cr_assert_str_eq(err, "proto-max-bulk-len (2097152) must not exceed "
                           "client-query-buffer-limit (1048576)");
-    cr_assert_eq(set1(&c, "client-query-buffer-limit", "256kb", 1, err, sizeof err), -1);
+    cr_assert_eq(set1(&c, "proto-max-bulk-len", "512kb", 1, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(set1(&c, "client-query-buffer-limit", "256kb", 1, err, sizeof err), 0);
+    cr_assert_eq(conf_check(&c, err, sizeof err), -1);
     cr_assert_str_eq(err, "proto-max-bulk-len (524288) must not exceed "
                           "client-query-buffer-limit (262144)");
-    cr_assert_eq(c.client_query_buffer_limit, 1 << 20);
+    /* Both ends of both ranges together. */
+    cr_assert_eq(set1(&c, "client-query-buffer-limit", "1gb", 1, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(set1(&c, "proto-max-bulk-len", "512mb", 1, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(conf_check(&c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(set1(&c, "client-query-buffer-limit", "1mb", 1, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(conf_check(&c, err, sizeof err), -1);
+    cr_assert_eq(set1(&c, "proto-max-bulk-len", "1mb", 1, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(conf_check(&c, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(set1(&c, "proto-max-bulk-len", "512kb", 1, err, sizeof err), 0, "%s", err);
     /* At start the order of lines must not matter: conf_check judges the end result. */
     cr_assert_eq(set1(&c, "proto-max-bulk-len", "2mb", 0, err, sizeof err), 0, "%s", err);
     cr_assert_eq(conf_check(&c, err, sizeof err), -1);
@@ -767,6 +805,118 @@ Test(conf, bulk_len_may_not_exceed_query_buffer)
     cr_assert_eq(set1(&c, "client-query-buffer-limit", "2mb", 0, err, sizeof err), 0, "%s", err);
     cr_assert_eq(conf_check(&c, err, sizeof err), 0, "%s", err);
     conf_free(&c);
+}
+
+/* client-output-buffer-limit reads a value exactly as redis-server 7.0.15 does (each case was
+ * answered by it): the classes a value names change, the others stay; anything wrong changes
+ * nothing and gets Redis's sentence. */
+Test(conf, output_buffer_limit_reads_values_as_redis)
+{
+    static const struct {
+        const char *value; /* CONFIG SET's one string */
+        const char *shown; /* CONFIG GET after it, or NULL: refused with err */
+        const char *err;
+    } cases[] = {
+        {"", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", NULL},
+        {"normal 1 2 3", "normal 1 2 3 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+         NULL},
+        {"normal  1 2 3", NULL, "Wrong number of arguments in buffer limit configuration."},
+        {"replica 1mb 2k 5", "normal 1 2 3 slave 1048576 2000 5 pubsub 33554432 8388608 60",
+         NULL},
+        {"slave 1 1 1 pubsub 2 2 2", "normal 1 2 3 slave 1 1 1 pubsub 2 2 2", NULL},
+        {"master 1 1 1", NULL, "Invalid client class specified in buffer limit configuration."},
+        {"foo 1 1 1", NULL, "Invalid client class specified in buffer limit configuration."},
+        {"normal 1 1 1 foo 1 1 1", NULL,
+         "Invalid client class specified in buffer limit configuration."},
+        {"normal -1 0 0", NULL,
+         "Error in hard, soft or soft_seconds setting in buffer limit configuration."},
+        {"normal 1.5mb 0 0", NULL,
+         "Error in hard, soft or soft_seconds setting in buffer limit configuration."},
+        {"normal 1 1 -1", NULL,
+         "Error in hard, soft or soft_seconds setting in buffer limit configuration."},
+        {"normal 1 1 x", NULL,
+         "Error in hard, soft or soft_seconds setting in buffer limit configuration."},
+        {"normal 1 1", NULL, "Wrong number of arguments in buffer limit configuration."},
+        {"NORMAL 10 20 30", "normal 10 20 30 slave 1 1 1 pubsub 2 2 2", NULL},
+        {"normal 0x10 1 1", NULL,
+         "Error in hard, soft or soft_seconds setting in buffer limit configuration."},
+        {"normal 1 1 1.5", NULL,
+         "Error in hard, soft or soft_seconds setting in buffer limit configuration."},
+        {"normal 99999999999999999999 1 1",
+         "normal 18446744073709551615 1 1 slave 1 1 1 pubsub 2 2 2", NULL},
+        {"normal 1 1 99999999999", "normal 1 1 1215752191 slave 1 1 1 pubsub 2 2 2", NULL},
+        {"normal 1gb 1g 1", "normal 1073741824 1000000000 1 slave 1 1 1 pubsub 2 2 2", NULL},
+        {"normal 1 1 99999999999999999999", NULL,
+         "Error in hard, soft or soft_seconds setting in buffer limit configuration."},
+        {"normal 1 1 2147483648", NULL,
+         "Error in hard, soft or soft_seconds setting in buffer limit configuration."},
+        {"normal 1 1 +5", "normal 1 1 5 slave 1 1 1 pubsub 2 2 2", NULL},
+        {"normal +5 1 1", NULL,
+         "Error in hard, soft or soft_seconds setting in buffer limit configuration."},
+        {"normal b 1 1", "normal 0 1 1 slave 1 1 1 pubsub 2 2 2", NULL},
+        {"normal 1B 1 1", "normal 1 1 1 slave 1 1 1 pubsub 2 2 2", NULL},
+        {"normal 99999999999gb 1 1", "normal 15140462030378500096 1 1 slave 1 1 1 pubsub 2 2 2",
+         NULL},
+        {"normal 1 1 5x", NULL,
+         "Error in hard, soft or soft_seconds setting in buffer limit configuration."},
+        {"normal 1 1 ", "normal 1 1 0 slave 1 1 1 pubsub 2 2 2", NULL},
+        {"normal 1 1 1 ", NULL, "Wrong number of arguments in buffer limit configuration."},
+        {" normal 1 1 1", NULL, "Wrong number of arguments in buffer limit configuration."},
+    };
+    struct conf c;
+    char err[256];
+
+    conf_init(&c);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char before[256];
+        snprintf(before, sizeof before, "%s", get1(&c, "client-output-buffer-limit"));
+        err[0] = '\0';
+        int rc = set1(&c, "client-output-buffer-limit", cases[i].value, 1, err, sizeof err);
+        if (cases[i].shown != NULL) {
+            cr_assert_eq(rc, 0, "'%s': %s", cases[i].value, err);
+            cr_assert_str_eq(get1(&c, "client-output-buffer-limit"), cases[i].shown, "'%s'",
+                             cases[i].value);
+        } else {
+            cr_assert_eq(rc, -1, "'%s' was accepted", cases[i].value);
+            cr_assert_str_eq(err, cases[i].err, "'%s'", cases[i].value);
+            cr_assert_str_eq(get1(&c, "client-output-buffer-limit"), before, "'%s'",
+                             cases[i].value);
+        }
+    }
+    /* A file line or override gives words; one word holding several is split at blanks. */
+    const char *words[] = {"pubsub", "3mb", "1mb", "7"};
+    cr_assert_eq(conf_set(&c, "client-output-buffer-limit", 4, words, 0, err, sizeof err), 0);
+    cr_assert_eq(set1(&c, "client-output-buffer-limit", "normal\t5  6 7", 0, err, sizeof err), 0);
+    cr_assert_str_eq(get1(&c, "client-output-buffer-limit"),
+                     "normal 5 6 7 slave 1 1 1 pubsub 3145728 1048576 7");
+    /* What CONFIG GET shows sets the same value again (SIGHUP reloads so). */
+    char shown[256];
+    snprintf(shown, sizeof shown, "%s", get1(&c, "client-output-buffer-limit"));
+    conf_free(&c);
+    conf_init(&c);
+    cr_assert_eq(set1(&c, "client-output-buffer-limit", shown, 1, err, sizeof err), 0);
+    cr_assert_str_eq(get1(&c, "client-output-buffer-limit"), shown);
+    conf_free(&c);
+}
+
+Test(conf, copy_is_deep)
+{
+    struct conf a, b;
+
+    conf_init(&a);
+    cr_assert_eq(set1(&a, "requirepass", "pw", 1, NULL, 0), 0);
+    cr_assert_eq(set1(&a, "client-output-buffer-limit", "normal 1 2 3", 1, NULL, 0), 0);
+    conf_copy(&b, &a);
+    cr_assert_eq(set1(&b, "requirepass", "other", 1, NULL, 0), 0);
+    cr_assert_eq(set1(&b, "client-output-buffer-limit", "normal 4 5 6", 1, NULL, 0), 0);
+    cr_assert_str_eq(a.requirepass, "pw");
+    cr_assert_str_eq(b.requirepass, "other");
+    cr_assert_str_eq(b.bind[0], a.bind[0]);
+    cr_assert_neq(b.bind[0], a.bind[0]);
+    cr_assert_eq(a.obuf[CONF_OBUF_NORMAL].hard, 1);
+    cr_assert_eq(b.obuf[CONF_OBUF_NORMAL].hard, 4);
+    conf_free(&b);
+    conf_free(&a);
 }
 
 Test(conf, check_wants_something_to_listen_on)
