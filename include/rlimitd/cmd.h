@@ -21,6 +21,7 @@ struct multi;
 #define SESSION_CLOSE_AFTER_REPLY 1u /* QUIT, protocol error, CLIENT KILL of self */
 #define SESSION_IN_MULTI 2u
 #define SESSION_MULTI_DIRTY 4u       /* a command was refused while queueing: EXEC aborts */
+#define SESSION_MULTI_DENYOOM 8u     /* a queued command may grow memory: EXEC obeys maxmemory */
 
 /* Per-connection state the commands read and change. Owned by the connection (client.c). */
 struct session {

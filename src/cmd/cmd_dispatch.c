@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "rlimitd/clock.h"
 #include "cmd_run.h"
@@ -47,6 +48,36 @@ static void reject_unknown(struct session *s, int argc, char **argv, const size_
     reject(s, -1, out, msg);
 }
 
+#define OOM_TEXT "OOM command not allowed when used memory > 'maxmemory'."
+
+/* Redis 7.0's maxmemory gate, before a command runs or is queued: over the limit, a command
+ * that may grow memory (denyoom) is refused; inside MULTI so is every command but EXEC,
+ * DISCARD, QUIT and RESET (queueing costs memory), and EXEC itself when it queued a denyoom
+ * command. What this session's queue holds counts toward the limit, as a Redis client's
+ * buffers do. Free when maxmemory is 0: the flags decide before memory is summed. */
+static int oom_refused(const struct cmd_env *env, const struct session *s,
+                       const struct cmd_def *d)
+{
+    int in_multi = (s->flags & SESSION_IN_MULTI) != 0;
+    int denyoom = (d->flags & (CMD_DENYOOM | CMD_OOM_NEW_KEY_ONLY)) == CMD_DENYOOM;
+    if (!denyoom && !in_multi)
+        return 0;
+    int64_t max = __atomic_load_n(&env->conf->maxmemory, __ATOMIC_RELAXED);
+    if (max <= 0)
+        return 0;
+    if (in_multi && !denyoom) {
+        if (strcmp(d->name, "exec") == 0)
+            denyoom = (s->flags & SESSION_MULTI_DENYOOM) != 0;
+        else
+            denyoom = strcmp(d->name, "discard") != 0 && strcmp(d->name, "quit") != 0 &&
+                      strcmp(d->name, "reset") != 0;
+        if (!denyoom)
+            return 0;
+    }
+    uint64_t held = in_multi ? __atomic_load_n(&s->multi_mem, __ATOMIC_RELAXED) : 0;
+    return ks_used_memory(env->ks) + held > (uint64_t)max;
+}
+
 void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
                  const size_t *lens, struct rbuf *out)
 {
@@ -76,6 +107,17 @@ void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
     }
     if ((s->flags & SESSION_IN_MULTI) && (d->flags & CMD_NO_MULTI)) {
         reject(s, idx, out, "ERR Command not allowed inside a transaction");
+        return;
+    }
+    if (oom_refused(env, s, d)) {
+        if ((s->flags & SESSION_IN_MULTI) && strcmp(d->name, "exec") == 0) {
+            /* Redis answers a refused EXEC so, and the transaction and its WATCHes are gone. */
+            multi_discard(s);
+            watch_release_all(s);
+            reject(s, idx, out, "EXECABORT Transaction discarded because of: " OOM_TEXT);
+            return;
+        }
+        reject(s, idx, out, OOM_TEXT);
         return;
     }
     if ((s->flags & SESSION_IN_MULTI) && !(d->flags & CMD_NOQUEUE)) {

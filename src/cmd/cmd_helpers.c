@@ -34,7 +34,7 @@ void reply_ks_error(struct rbuf *out, int rc)
         break;
     case KS_OOM:
         /* Redis's text, verbatim (COMMANDS.md, Wire protocol). */
-        reply_error(out, "OOM command not allowed when used memory > 'maxmemory'");
+        reply_error(out, "OOM command not allowed when used memory > 'maxmemory'.");
         break;
     case KS_NOTINT:
         reply_error(out, "ERR value is not an integer or out of range");

@@ -32,6 +32,10 @@
 #define CMD_NO_MULTI 0x1000u  /* refused inside MULTI: SAVE would wait on the shard locks EXEC
                                * holds; SHUTDOWN as Redis */
 #define CMD_NUMKEYS 0x2000u   /* EVAL family: argv[2] counts the keys that follow it */
+/* Denyoom in COMMAND, but the dispatcher's maxmemory gate lets it through: the limiters change
+ * an existing key in place (never grow it) and the store refuses only a new key over maxmemory,
+ * so a full server keeps answering for the limits it holds (CONFIG.md, maxmemory). */
+#define CMD_OOM_NEW_KEY_ONLY 0x10000u
 
 struct cmd_ctx {
     struct cmd_env *env;

@@ -120,7 +120,7 @@ void multi_discard(struct session *s)
         multi_release(m);
         s->multi = NULL;
     }
-    __atomic_fetch_and(&s->flags, ~(unsigned)(SESSION_IN_MULTI | SESSION_MULTI_DIRTY),
+    __atomic_fetch_and(&s->flags, ~(unsigned)(SESSION_IN_MULTI | SESSION_MULTI_DIRTY | SESSION_MULTI_DENYOOM),
                        __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_count, -1, __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_mem, 0, __ATOMIC_RELAXED);
@@ -233,6 +233,8 @@ void multi_queue(struct cmd_env *env, struct session *s, int idx, int argc, char
     struct queued *e = &m->q[m->n++];
     __atomic_store_n(&s->multi_count, m->n, __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_mem, s->multi_mem + head + bytes, __ATOMIC_RELAXED);
+    if (d->flags & CMD_DENYOOM)
+        __atomic_fetch_or(&s->flags, SESSION_MULTI_DENYOOM, __ATOMIC_RELAXED);
     e->cmd = idx;
     e->argc = argc;
     e->argv = (char **)block;
@@ -338,7 +340,7 @@ static void cmd_exec(struct cmd_ctx *x)
     }
     /* Detach the queue first: a queued RESET or QUIT must not free it under us. */
     s->multi = NULL;
-    __atomic_fetch_and(&s->flags, ~(unsigned)(SESSION_IN_MULTI | SESSION_MULTI_DIRTY),
+    __atomic_fetch_and(&s->flags, ~(unsigned)(SESSION_IN_MULTI | SESSION_MULTI_DIRTY | SESSION_MULTI_DENYOOM),
                        __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_count, -1, __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_mem, 0, __ATOMIC_RELAXED);

@@ -416,12 +416,14 @@ Test(limits, connection_churn_releases_slots)
     it_stop(d);
 }
 
-/* COMMANDS.md, Wire protocol text; Redis itself ends it with a period, which rlimitd may copy. */
-#define OOM "OOM command not allowed when used memory > 'maxmemory'"
+/* Redis 7.0's text, final period included (COMMANDS.md, Wire protocol). */
+#define OOM "OOM command not allowed when used memory > 'maxmemory'."
 #define IT_OOM(r) IT_ERR_LIKE((r), OOM, NULL)
 
-/* Over maxmemory, commands that would add a key are refused; existing keys keep working. */
-Test(limits, maxmemory_refuses_new_keys_only)
+/* Over maxmemory, every command that may grow memory is refused, as Redis refuses its denyoom
+ * commands, new key or not; the limiters keep answering on their existing keys (CONFIG.md,
+ * maxmemory) and refuse a new one; reads, deletes and expiries keep working. */
+Test(limits, maxmemory_refuses_writes_limiters_keep_answering)
 {
     struct it_daemon *d = it_start(NULL);
     redisContext *c = it_connect(d->port);
@@ -443,18 +445,19 @@ Test(limits, maxmemory_refuses_new_keys_only)
     IT_OOM(it_cmd(c, "CL.THROTTLE newg 15 30 60"));
     IT_OOM(it_cmd(c, "ISALLOWED newuser a 60 5"));
     IT_INT(it_cmd(c, "EXISTS newkey newcounter newg hist:{newuser}:a"), 0);
-    /* Existing keys keep working. */
-    IT_INT(it_cmd(c, "INCR counter"), 2);
+    /* Writes to existing keys are refused; the limiters' existing keys keep working. */
+    IT_OOM(it_cmd(c, "INCR counter"));
     IT_THROTTLE(c, &g, "g", 15, 30, 60, 1, 0, 16, 14, -1, 4);
     IT_INT(it_cmd(c, "ISALLOWED u a 60 5"), 1);
     IT_BULK(it_cmd(c, "GET fill:1"), "0123456789012345678901234567890123456789");
-    IT_STATUS(it_cmd(c, "SET fill:3 overwritten"), "OK");
+    IT_OOM(it_cmd(c, "SET fill:3 overwritten"));
     IT_INT(it_cmd(c, "DEL fill:1"), 1);
     IT_INT(it_cmd(c, "EXPIRE fill:2 100"), 1);
     IT_STATUS(it_cmd(c, "PING"), "PONG");
     /* Lifting the limit lets new keys in again. */
     IT_STATUS(it_cmd(c, "CONFIG SET maxmemory 0"), "OK");
     IT_STATUS(it_cmd(c, "SET newkey v"), "OK");
+    IT_INT(it_cmd(c, "INCR counter"), 2);
     IT_INTS(it_cmd(c, "CL.THROTTLE newg 15 30 60"), 0, 16, 15, -1, 2);
     redisFree(c);
     it_stop(d);

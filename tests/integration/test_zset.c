@@ -15,7 +15,7 @@
 TestSuite(zset, .fini = it_fini, .timeout = 300);
 
 #define WRONGTYPE "WRONGTYPE Operation against a key holding the wrong kind of value"
-#define OOM "OOM command not allowed when used memory > 'maxmemory'"
+#define OOM "OOM command not allowed when used memory > 'maxmemory'."
 
 /* An array reply's elements as one space-separated string (for compact comparisons). */
 static char *joined(redisReply *r)
