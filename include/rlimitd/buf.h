@@ -11,6 +11,10 @@ struct rbuf {
     char *p;
     size_t len;
     size_t cap;
+    /* For replies (reply.h): the RESP version they are written in, 3 for RESP3 and anything
+     * else (0 after rbuf_init) for RESP2. Whoever hands the buffer to a command sets it (the
+     * dispatcher from the session, the script engine from redis.setresp). */
+    unsigned char resp;
 };
 
 void rbuf_init(struct rbuf *b);

@@ -44,6 +44,10 @@ struct session {
     size_t multi_mem;     /* bytes of the commands queued in MULTI (CLIENT LIST) */
     int multi_count;      /* commands queued in MULTI, -1 outside MULTI (CLIENT LIST) */
     struct watched *watched; /* WATCHed keys (cmd_tx.c), NULL when none */
+    /* The RESP version of this connection's replies: 2, or 3 after HELLO 3 (RESET: 2 again).
+     * cmd_execute copies it into the reply buffer before each command (reply.h); CLIENT LIST
+     * reads it from other threads, hence the atomic accesses. */
+    unsigned char resp;
 };
 
 /* Services of the layers above, provided by the network layer (src/net/hooks.c). Any may be

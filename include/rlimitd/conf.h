@@ -64,6 +64,16 @@ struct conf {
     int64_t limiter_top_size;           /* counters of LIMITER TOP's sketch (topk.h) */
     int64_t metrics_port;               /* HTTP /metrics port; 0 = off */
     int64_t busy_reply_threshold;       /* ms a script runs before its shards answer BUSY */
+    /* Redis's encoding tunables: kept, validated and reported as Redis does, so that tools and
+     * Redis's own tests that set them work; rlimitd's structures do not switch encodings on
+     * them (COMMANDS.md, CONFIG). */
+    int64_t hash_max_listpack_entries;
+    int64_t hash_max_listpack_value;
+    int64_t zset_max_listpack_entries;
+    int64_t zset_max_listpack_value;
+    int64_t list_max_listpack_size;
+    int64_t list_compress_depth;
+    int64_t set_max_intset_entries;
 };
 
 /* Thread safety. CONFIG SET changes a live directive with conf_set while holding the command

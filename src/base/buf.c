@@ -10,6 +10,7 @@ void rbuf_init(struct rbuf *b)
     b->p = NULL;
     b->len = 0;
     b->cap = 0;
+    b->resp = 0;
 }
 
 void rbuf_free(struct rbuf *b)

@@ -67,11 +67,11 @@ static int count_words(const char *s)
     return n;
 }
 
-/* An array of the space-separated words of s (NULL = none) up to its end or a '|', as status
- * or bulk replies. */
+/* A set of the space-separated words of s (NULL = none) up to its end or a '|', as status or
+ * bulk replies (Redis's flag lists and tips are sets: arrays in RESP2). */
 static void reply_words(struct rbuf *out, const char *s, int status)
 {
-    reply_array(out, count_words(s));
+    reply_set(out, count_words(s));
     for (const char *p = s; p != NULL && *p != '\0' && *p != '|';) {
         p += strspn(p, " ");
         if (*p == '\0' || *p == '|')
@@ -107,7 +107,7 @@ static void reply_flags(struct rbuf *out, unsigned flags)
     int n = 0;
     for (int i = 0; i < NFLAGS; i++)
         n += (flags & flag_names[i].bit) != 0;
-    reply_array(out, n);
+    reply_set(out, n);
     for (int i = 0; i < NFLAGS; i++)
         if (flags & flag_names[i].bit)
             reply_simple(out, flag_names[i].name);
@@ -146,7 +146,7 @@ static int has_word(const char *list, const char *w, size_t wlen)
 static void reply_acl(struct rbuf *out, const char *acl)
 {
     int n = count_words(acl);
-    reply_array(out, n);
+    reply_set(out, n);
     char tmp[40];
     int done = 0;
     for (int i = 0; i < NACL && done < n; i++) {
@@ -211,7 +211,7 @@ static void reply_spec(struct rbuf *out, const struct cmd_docs *m, const char *f
                        int keynum, int64_t lastkey, int step)
 {
     int notes = m != NULL && m->notes != NULL;
-    reply_array(out, notes ? 8 : 6);
+    reply_map(out, notes ? 4 : 3);
     if (notes) {
         reply_bulk_cstr(out, "notes");
         reply_bulk_cstr(out, m->notes);
@@ -219,19 +219,19 @@ static void reply_spec(struct rbuf *out, const struct cmd_docs *m, const char *f
     reply_bulk_cstr(out, "flags");
     reply_words(out, flags, 1);
     reply_bulk_cstr(out, "begin_search");
-    reply_array(out, 4);
+    reply_map(out, 2);
     reply_bulk_cstr(out, "type");
     reply_bulk_cstr(out, "index");
     reply_bulk_cstr(out, "spec");
-    reply_array(out, 2);
+    reply_map(out, 1);
     reply_bulk_cstr(out, "index");
     reply_int(out, begin);
     reply_bulk_cstr(out, "find_keys");
-    reply_array(out, 4);
+    reply_map(out, 2);
     reply_bulk_cstr(out, "type");
     reply_bulk_cstr(out, keynum ? "keynum" : "range");
     reply_bulk_cstr(out, "spec");
-    reply_array(out, 6);
+    reply_map(out, 3);
     reply_bulk_cstr(out, keynum ? "keynumidx" : "lastkey");
     reply_int(out, keynum ? 0 : lastkey);
     reply_bulk_cstr(out, keynum ? "firstkey" : "keystep");
@@ -244,16 +244,16 @@ static void reply_keyspecs(struct rbuf *out, const struct cmd_def *d, const stru
 {
     const char *flags = key_flags(d, m);
     if (d->flags & CMD_NUMKEYS) { /* EVAL: the count at argument 2, one key after another */
-        reply_array(out, 1);
+        reply_set(out, 1);
         reply_spec(out, m, flags, CMD_NUMKEYS_ARG(d), 1, 0, 1);
         return;
     }
     if (d->first_key <= 0) {
-        reply_array(out, 0);
+        reply_set(out, 0);
         return;
     }
     int nspecs = count_specs(flags);
-    reply_array(out, nspecs);
+    reply_set(out, nspecs);
     for (int i = 0; i < nspecs; i++) {
         /* Redis's lastkey is relative to the spec's first key, negative counts from the end;
          * every spec but the last covers one key. */
@@ -278,7 +278,12 @@ static void reply_entry(struct rbuf *out, const struct cmd_def *d)
     reply_acl(out, container ? "slow" : d->acl);
     reply_words(out, m != NULL ? m->tips : NULL, 0);
     reply_keyspecs(out, d, m);
-    reply_array(out, 0); /* subcommands */
+    /* Subcommands: Redis answers an empty set for a command without any, an array of entries
+     * for a container (of which rlimitd lists none, COMMANDS.md). */
+    if (container || (extra & CMD_SHOW_SUBCOMMANDS))
+        reply_array(out, 0);
+    else
+        reply_set(out, 0);
 }
 
 /* ---- COMMAND DOCS ---- */
@@ -377,7 +382,7 @@ static void emit_arg(struct rbuf *out, const char *p, const char *end)
     }
     int is_key = type_len == 3 && memcmp(type, "key", 3) == 0;
     int fields = 2 + is_key + (token != NULL) + (optional || multiple) + (sub != NULL);
-    reply_array(out, 2 * fields);
+    reply_map(out, fields);
     reply_bulk_cstr(out, "name");
     reply_bulk(out, name, name_len);
     reply_bulk_cstr(out, "type");
@@ -393,7 +398,7 @@ static void emit_arg(struct rbuf *out, const char *p, const char *end)
     }
     if (optional || multiple) {
         reply_bulk_cstr(out, "flags");
-        reply_array(out, optional + multiple);
+        reply_set(out, optional + multiple);
         if (optional)
             reply_simple(out, "optional");
         if (multiple)
@@ -425,7 +430,7 @@ static void reply_docs(struct rbuf *out, const struct cmd_def *d)
     reply_bulk_cstr(out, d->name);
     if (m == NULL) {
         /* A command added without a meta row: still a valid docs map. */
-        reply_array(out, 6);
+        reply_map(out, 3);
         reply_bulk_cstr(out, "summary");
         reply_bulk_cstr(out, "");
         reply_bulk_cstr(out, "since");
@@ -435,7 +440,7 @@ static void reply_docs(struct rbuf *out, const struct cmd_def *d)
         return;
     }
     int has_args = m->args != NULL;
-    reply_array(out, has_args ? 10 : 8);
+    reply_map(out, has_args ? 5 : 4);
     reply_bulk_cstr(out, "summary");
     reply_bulk_cstr(out, m->summary);
     reply_bulk_cstr(out, "since");
@@ -457,7 +462,7 @@ static void command_docs(struct cmd_ctx *x)
     int n;
     const struct cmd_def *t = cmd_table(&n);
     if (x->argc == 2) {
-        reply_array(x->out, 2 * (int64_t)n);
+        reply_map(x->out, n);
         for (int i = 0; i < n; i++)
             reply_docs(x->out, &t[i]);
         return;
@@ -466,7 +471,7 @@ static void command_docs(struct cmd_ctx *x)
     int64_t found = 0;
     for (int i = 2; i < x->argc; i++)
         found += find_cmd(x->argv[i], x->lens[i]) != NULL;
-    reply_array(x->out, 2 * found);
+    reply_map(x->out, found);
     for (int i = 2; i < x->argc; i++) {
         const struct cmd_def *d = find_cmd(x->argv[i], x->lens[i]);
         if (d != NULL)
@@ -490,7 +495,7 @@ static void command_info(struct cmd_ctx *x)
         if (d != NULL)
             reply_entry(x->out, d);
         else
-            reply_nil(x->out); /* Redis 7.0 answers a RESP2 null bulk for an unknown name */
+            reply_nil(x->out); /* as Redis 7.0 answers an unknown name */
     }
 }
 
@@ -694,6 +699,6 @@ const struct cmd_def cmd_command_table[] = {
     {"command", -1, CMD_LOADING | CMD_STALE, 0, 0, 0, "slow connection", cmd_command,
      {.summary = "Returns details about the commands", .since = "2.8.13", .group = "server",
       .complexity = "O(N) where N is the number of commands",
-      .tips = "nondeterministic_output_order"}},
+      .tips = "nondeterministic_output_order", .extra = CMD_SHOW_SUBCOMMANDS}},
 };
 const int cmd_command_count = (int)(sizeof(cmd_command_table) / sizeof(cmd_command_table[0]));

@@ -140,6 +140,8 @@ void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
 {
     if (argc <= 0)
         return;
+    /* The protocol every reply of this command is written in (reply.h); HELLO changes both. */
+    out->resp = s->resp;
     if (s->stats != NULL)
         stats_add(&s->stats->commands, 1);
 

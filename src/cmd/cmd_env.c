@@ -27,6 +27,7 @@ void session_init(struct session *s, uint64_t id, struct stats *stats)
     s->last_cmd = -1;
     s->peer = "";
     s->multi_count = -1;
+    s->resp = 2;
 }
 
 void cmd_thread_exit(void)

@@ -161,17 +161,20 @@ static void cmd_hstrlen(struct cmd_ctx *x)
 #define WANT_FIELDS 1
 #define WANT_VALUES 2
 
+/* HGETALL answers a map (Redis's addReplyMapLen: pairs in RESP3, flat in RESP2), HKEYS and
+ * HVALS an array. */
 static void hgetall_generic(struct cmd_ctx *x, int want)
 {
     struct ks_href r;
     if (open_hash(x, KS_H_READ, &r) != 0)
         return;
-    if (r.h == NULL) {
-        reply_array(x->out, 0);
+    int64_t n = r.h != NULL ? (int64_t)hv_count(r.h) : 0;
+    if (want == (WANT_FIELDS | WANT_VALUES))
+        reply_map(x->out, n);
+    else
+        reply_array(x->out, n);
+    if (r.h == NULL)
         return;
-    }
-    int per = (want & WANT_FIELDS ? 1 : 0) + (want & WANT_VALUES ? 1 : 0);
-    reply_array(x->out, (int64_t)hv_count(r.h) * per);
     struct hv_iter it;
     const char *f, *v;
     size_t flen, vlen;

@@ -26,11 +26,6 @@
 #include "rlimitd/util.h"
 #include "rlimitd_version.h"
 
-/* The Redis version INFO claims. Clients and tools gate features on redis_version (redis-py
- * and go-redis pick command shapes by it, redis_exporter its metric set); rlimitd answers
- * COMMAND, HELLO and errors as Redis 7.0 does, so it says 7.0.0. Its own version is in
- * rlimitd_version. */
-#define INFO_REDIS_VERSION "7.0.0"
 
 /* ---- instantaneous_ops_per_sec ----
  *
@@ -236,7 +231,7 @@ static void sec_server(struct info *in)
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     exe[n > 0 ? n : 0] = '\0';
 
-    add(in->b, "redis_version:%s", INFO_REDIS_VERSION);
+    add(in->b, "redis_version:%s", REDIS_COMPAT_VERSION);
     add(in->b, "rlimitd_version:%s", RLIMITD_VERSION);
     add(in->b, "redis_git_sha1:00000000");
     add(in->b, "redis_git_dirty:0");
@@ -509,7 +504,7 @@ static void cmd_info(struct cmd_ctx *x)
         add(&b, "# %s", sections[i].title);
         sections[i].fn(&in);
     }
-    reply_bulk(x->out, b.p != NULL ? b.p : "", b.len);
+    reply_verbatim(x->out, "txt", b.p != NULL ? b.p : "", b.len);
     rbuf_free(&b);
 }
 

@@ -10,6 +10,12 @@
 #include "rlimitd/keyspace.h"
 #include "rlimitd/reply.h"
 
+/* The Redis version rlimitd answers as (INFO's redis_version, HELLO's version): clients and
+ * tools gate features on it (redis-py and go-redis pick command shapes by it, redis_exporter
+ * its metric set), and rlimitd answers COMMAND, HELLO and errors as Redis 7.0 does. Its own
+ * version is INFO's rlimitd_version. */
+#define REDIS_COMPAT_VERSION "7.0.0"
+
 /* Command flags, shown by COMMAND as Redis's names. */
 #define CMD_WRITE 0x1u
 #define CMD_READONLY 0x2u
@@ -55,6 +61,9 @@ typedef void (*cmd_fn)(struct cmd_ctx *x);
 /* A container (CLIENT, CONFIG, ...): Redis shows its flags and ACL categories on the
  * subcommands, so COMMAND shows none on the container but @slow. */
 #define CMD_SHOW_CONTAINER 0x04000000u
+/* Redis has subcommands of it but shows its flags on it (COMMAND): as for a container, its
+ * entry's subcommand list is an array (RESP3; rlimitd lists none), not the empty set. */
+#define CMD_SHOW_SUBCOMMANDS 0x02000000u
 #define CMD_SHOW_NO_MANDATORY_KEYS 0x08000000u
 #define CMD_SHOW_SKIP_MONITOR 0x10000000u
 #define CMD_SHOW_NO_ASYNC_LOADING 0x20000000u

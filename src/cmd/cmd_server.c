@@ -49,6 +49,8 @@ static void cmd_reset(struct cmd_ctx *x)
     set_str(x->env, &s->name, NULL, 0);
     /* Redis: RESET de-authenticates the connection when a password is needed. */
     s->authed = !auth_required(x->env);
+    __atomic_store_n(&s->resp, 2, __ATOMIC_RELAXED);
+    x->out->resp = 2;
     rbuf_append(x->out, "+RESET\r\n", 8);
 }
 
@@ -131,67 +133,68 @@ static void set_str(struct cmd_env *env, char **dst, const char *p, size_t len)
 static const char bad_name[] =
     "ERR Client names cannot contain spaces, newlines or special characters.";
 
+/* HELLO [protover [AUTH user pass] [SETNAME name]], in Redis 7.0's order: the version is
+ * checked first; then each option takes effect as it is read (a later bad option leaves an
+ * earlier AUTH or SETNAME done, as in Redis); then an unauthenticated connection is refused;
+ * only then does the protocol switch, so the map comes back in the new one. */
 static void cmd_hello(struct cmd_ctx *x)
 {
+    int64_t ver = 0;
     int i = 1;
     if (x->argc >= 2) {
-        int64_t ver;
         if (util_parse_i64(x->argv[1], x->lens[1], &ver) != 0) {
             reply_error(x->out, "ERR Protocol version is not an integer or out of range");
             return;
         }
-        /* COMMANDS.md, Wire protocol: only RESP2; clients fall back on this error. */
-        if (ver != 2) {
+        if (ver < 2 || ver > 3) {
             reply_error(x->out, "NOPROTO unsupported protocol version");
             return;
         }
         i = 2;
     }
-    const char *name = NULL;
-    size_t name_len = 0;
-    int authed_now = 0;
     for (; i < x->argc; i++) {
-        if (arg_is(x, i, "AUTH") && i + 2 < x->argc) {
+        int more = x->argc - 1 - i;
+        if (arg_is(x, i, "AUTH") && more >= 2) {
             if (!check_credentials(x->env, x->argv[i + 1], x->lens[i + 1], x->argv[i + 2],
                                    x->lens[i + 2])) {
                 reply_error(x->out, wrongpass);
                 return;
             }
-            authed_now = 1;
+            x->s->authed = 1;
             i += 2;
-        } else if (arg_is(x, i, "SETNAME") && i + 1 < x->argc) {
-            name = x->argv[i + 1];
-            name_len = x->lens[i + 1];
-            if (!valid_name(name, name_len)) {
+        } else if (arg_is(x, i, "SETNAME") && more >= 1) {
+            if (!valid_name(x->argv[i + 1], x->lens[i + 1])) {
                 reply_error(x->out, bad_name);
                 return;
             }
+            set_str(x->env, &x->s->name, x->argv[i + 1], x->lens[i + 1]);
             i += 1;
         } else {
-            reply_errorf(x->out, "ERR Syntax error in HELLO option '%.*s'", (int)x->lens[i],
-                         x->argv[i]);
+            /* Redis formats the option with %s: it ends at a NUL byte. */
+            reply_errorf(x->out, "ERR Syntax error in HELLO option '%s'", x->argv[i]);
             return;
         }
     }
-    if (!x->s->authed && !authed_now && auth_required(x->env)) {
+    if (!x->s->authed && auth_required(x->env)) {
         reply_error(x->out, "NOAUTH HELLO must be called with the client already authenticated, "
-                            "otherwise the HELLO <proto> AUTH <user> <pass> option can be used "
-                            "to authenticate the client and select the RESP protocol version at "
+                            "otherwise the HELLO AUTH <user> <pass> option can be used to "
+                            "authenticate the client and select the RESP protocol version at "
                             "the same time");
         return;
     }
-    if (authed_now)
-        x->s->authed = 1;
-    if (name != NULL)
-        set_str(x->env, &x->s->name, name, name_len);
-    /* Redis's HELLO map, flattened to an array in RESP2 (COMMANDS.md, Wire protocol). */
-    reply_array(x->out, 14);
+    if (ver != 0) {
+        __atomic_store_n(&x->s->resp, (unsigned char)ver, __ATOMIC_RELAXED);
+        x->out->resp = (unsigned char)ver;
+    }
+    /* Redis's map (an array of pairs in RESP2); the version is the Redis version rlimitd
+     * answers as (INFO's redis_version), since clients gate features on it. */
+    reply_map(x->out, 7);
     reply_bulk_cstr(x->out, "server");
     reply_bulk_cstr(x->out, "rlimitd");
     reply_bulk_cstr(x->out, "version");
-    reply_bulk_cstr(x->out, RLIMITD_VERSION);
+    reply_bulk_cstr(x->out, REDIS_COMPAT_VERSION);
     reply_bulk_cstr(x->out, "proto");
-    reply_int(x->out, 2);
+    reply_int(x->out, x->s->resp);
     reply_bulk_cstr(x->out, "id");
     reply_int(x->out, (int64_t)x->s->id);
     reply_bulk_cstr(x->out, "mode");
@@ -314,7 +317,7 @@ static void cmd_client(struct cmd_ctx *x)
         rbuf_init(&tmp);
         if (h->client_list != NULL)
             h->client_list(h->ud, &tmp, arg_is(x, 1, "INFO") ? s : NULL);
-        reply_bulk(x->out, tmp.p != NULL ? tmp.p : "", tmp.len);
+        reply_verbatim(x->out, "txt", tmp.p != NULL ? tmp.p : "", tmp.len);
         rbuf_free(&tmp);
     } else if (arg_is(x, 1, "KILL") && x->argc >= 3) {
         client_kill(x);
@@ -329,7 +332,7 @@ static void cmd_client(struct cmd_ctx *x)
 
 struct config_get_state {
     struct rbuf items;
-    int64_t n;
+    int64_t n; /* pairs */
     const char *seen[64];
     int nseen;
 };
@@ -345,7 +348,7 @@ static void config_get_visit(void *ud, const char *name, const char *value)
         st->seen[st->nseen++] = name;
     reply_bulk_cstr(&st->items, name);
     reply_bulk_cstr(&st->items, value);
-    st->n += 2;
+    st->n++;
 }
 
 static void config_set(struct cmd_ctx *x)
@@ -421,7 +424,7 @@ static void cmd_config(struct cmd_ctx *x)
         for (int i = 2; i < x->argc; i++)
             conf_get(x->env->conf, x->argv[i], config_get_visit, &st);
         pthread_mutex_unlock(&x->env->conf_lock);
-        reply_array(x->out, st.n);
+        reply_map(x->out, st.n);
         if (st.items.len > 0)
             rbuf_append(x->out, st.items.p, st.items.len);
         rbuf_free(&st.items);
@@ -545,7 +548,7 @@ const struct cmd_def cmd_server_table[] = {
       .group = "connection", .complexity = "O(1)", .extra = CMD_SHOW_ALLOW_BUSY}},
     {"hello", -1, CMD_NOAUTH | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0,
      "fast connection", cmd_hello,
-     {.summary = "Handshakes with the server (RESP2 only)", .since = "6.0.0",
+     {.summary = "Handshakes with the server", .since = "6.0.0",
       .group = "connection", .complexity = "O(1)",
       .args = "?arguments{protover:integer ?username_password{username:string "
               "password:string}=AUTH ?clientname:string=SETNAME}", .extra = CMD_SHOW_ALLOW_BUSY}},

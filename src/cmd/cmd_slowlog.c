@@ -108,7 +108,7 @@ static void cmd_latency(struct cmd_ctx *x)
         if (x->argc != 2)
             reply_subcmd_arity(x, "latency", "doctor");
         else
-            reply_bulk(x->out, latency_doctor, sizeof(latency_doctor) - 1);
+            reply_verbatim(x->out, "txt", latency_doctor, sizeof(latency_doctor) - 1);
     } else if (arg_is(x, 1, "GRAPH")) {
         if (x->argc != 3)
             reply_subcmd_arity(x, "latency", "graph");
@@ -116,7 +116,7 @@ static void cmd_latency(struct cmd_ctx *x)
             reply_errorf(x->out, "ERR No samples available for event '%.*s'",
                          (int)(x->lens[2] > 128 ? 128 : x->lens[2]), x->argv[2]);
     } else if (arg_is(x, 1, "HISTOGRAM")) {
-        reply_array(x->out, 0); /* an empty map */
+        reply_map(x->out, 0);
     } else if (arg_is(x, 1, "HELP")) {
         if (x->argc != 2)
             reply_subcmd_arity(x, "latency", "help");

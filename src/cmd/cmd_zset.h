@@ -80,29 +80,51 @@ static inline int parse_lex_range(struct cmd_ctx *x, int imin, int imax, struct 
 
 /* ---- replies ---- */
 
+/* A score as Redis's addReplyDouble writes it: "%.17g" text, a bulk string in RESP2, a double
+ * in RESP3. */
 static inline void reply_score(struct rbuf *out, double d)
 {
     char b[40];
     int n = zs_format_score(b, d);
-    reply_bulk(out, b, (size_t)n);
+    reply_double_text(out, b, (size_t)n);
 }
 
-/* Emits n members from rank `first` (ascending ranks), going down if reverse, as an array of
- * members or of member, score pairs (RESP2 is flat). */
-static inline void emit_ranks(struct rbuf *out, const struct zset *z, size_t first, size_t n,
-                              int reverse, int withscores)
+/* How members come with their scores: not at all; as (member, score) pairs (flat in RESP2,
+ * two-element arrays in RESP3: ZRANGE ... WITHSCORES, ZPOPMIN with a count); or flat in both
+ * protocols (ZPOPMIN/ZPOPMAX without a count, as Redis 7.0 answers it). */
+enum scores { SCORES_NONE, SCORES_PAIRS, SCORES_FLAT };
+
+/* The array header of n members, with their scores as `scores` says. */
+static inline void reply_members(struct rbuf *out, size_t n, enum scores scores)
 {
-    reply_array(out, (int64_t)(withscores ? 2 * n : n));
+    if (scores == SCORES_PAIRS)
+        reply_pairs(out, (int64_t)n);
+    else
+        reply_array(out, (int64_t)(scores == SCORES_FLAT ? 2 * n : n));
+}
+
+/* One member of reply_members, and its score unless SCORES_NONE. */
+static inline void reply_member(struct rbuf *out, const struct zs_item *item, enum scores scores)
+{
+    if (scores == SCORES_PAIRS)
+        reply_pair(out);
+    reply_bulk(out, item->m, item->len);
+    if (scores != SCORES_NONE)
+        reply_score(out, item->score);
+}
+
+/* Emits n members from rank `first` (ascending ranks), going down if reverse. */
+static inline void emit_ranks(struct rbuf *out, const struct zset *z, size_t first, size_t n,
+                              int reverse, enum scores scores)
+{
+    reply_members(out, n, scores);
     if (n == 0)
         return;
     struct zs_iter it;
     struct zs_item item;
     zs_iter_init(&it, z, first, reverse);
-    for (size_t k = 0; k < n && zs_iter_next(&it, &item); k++) {
-        reply_bulk(out, item.m, item.len);
-        if (withscores)
-            reply_score(out, item.score);
-    }
+    for (size_t k = 0; k < n && zs_iter_next(&it, &item); k++)
+        reply_member(out, &item, scores);
 }
 
 /* ---- the key ---- */

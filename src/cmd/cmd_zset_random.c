@@ -15,15 +15,12 @@ static uint64_t rand_next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static void emit_at(struct rbuf *out, struct zs_iter *it, size_t rank, int withscores)
+static void emit_at(struct rbuf *out, struct zs_iter *it, size_t rank, enum scores scores)
 {
     struct zs_item item;
     zs_iter_seek(it, rank);
-    if (zs_iter_next(it, &item)) {
-        reply_bulk(out, item.m, item.len);
-        if (withscores)
-            reply_score(out, item.score);
-    }
+    if (zs_iter_next(it, &item))
+        reply_member(out, &item, scores);
 }
 
 static void cmd_zrandmember(struct cmd_ctx *x)
@@ -59,7 +56,7 @@ static void cmd_zrandmember(struct cmd_ctx *x)
         } else {
             struct zs_iter it;
             zs_iter_init(&it, ref.z, 0, 0);
-            emit_at(x->out, &it, rand_next(&seed) % zs_card(ref.z), 0);
+            emit_at(x->out, &it, rand_next(&seed) % zs_card(ref.z), SCORES_NONE);
         }
         close_key(x, &ref);
         return;
@@ -72,7 +69,7 @@ static void cmd_zrandmember(struct cmd_ctx *x)
     size_t card = zs_card(ref.z);
     struct zs_iter it;
     zs_iter_init(&it, ref.z, 0, 0);
-    int per = withscores ? 2 : 1;
+    enum scores scores = withscores ? SCORES_PAIRS : SCORES_NONE;
     if (count < 0 || count == 1) {
         /* With repetition. */
         uint64_t n = count < 0 ? (uint64_t)-count : 1;
@@ -82,23 +79,21 @@ static void cmd_zrandmember(struct cmd_ctx *x)
                          RANDMEMBER_MAX_REPEAT);
             return;
         }
-        reply_array(x->out, (int64_t)(n * (uint64_t)per));
+        reply_members(x->out, (size_t)n, scores);
         for (uint64_t k = 0; k < n; k++)
-            emit_at(x->out, &it, rand_next(&seed) % card, withscores);
+            emit_at(x->out, &it, rand_next(&seed) % card, scores);
     } else if ((uint64_t)count >= card) {
         /* The whole set, highest first, as Redis 7.0 answers it. */
-        emit_ranks(x->out, ref.z, card - 1, card, 1, withscores);
+        emit_ranks(x->out, ref.z, card - 1, card, 1, scores);
     } else {
         /* Distinct members: selection sampling over the ranks (Knuth's algorithm S), O(card). */
         size_t want = (size_t)count, seen = 0;
-        reply_array(x->out, (int64_t)(want * (size_t)per));
+        reply_members(x->out, want, scores);
         struct zs_item item;
         zs_iter_seek(&it, 0);
         while (want > 0 && zs_iter_next(&it, &item)) {
             if (rand_next(&seed) % (card - seen) < want) {
-                reply_bulk(x->out, item.m, item.len);
-                if (withscores)
-                    reply_score(x->out, item.score);
+                reply_member(x->out, &item, scores);
                 want--;
             }
             seen++;

@@ -183,7 +183,8 @@ static void zrange_generic(struct cmd_ctx *x, enum range_type type, enum range_d
                 lo += (size_t)offset;
         }
     }
-    emit_ranks(x->out, ref.z, reverse ? hi - 1 : lo, n, reverse, withscores);
+    emit_ranks(x->out, ref.z, reverse ? hi - 1 : lo, n, reverse,
+               withscores ? SCORES_PAIRS : SCORES_NONE);
     close_key(x, &ref);
 }
 

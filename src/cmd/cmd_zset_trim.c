@@ -78,7 +78,8 @@ static void zpop(struct cmd_ctx *x, int max)
     }
     size_t card = zs_card(ref.z);
     size_t n = (uint64_t)count < card ? (size_t)count : card;
-    emit_ranks(x->out, ref.z, max ? card - 1 : 0, n, max, 1);
+    emit_ranks(x->out, ref.z, max ? card - 1 : 0, n, max,
+               x->argc == 3 ? SCORES_PAIRS : SCORES_FLAT);
     if (max)
         zs_del_range(&ref.z, card - n, card);
     else

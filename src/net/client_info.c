@@ -64,7 +64,7 @@ void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_m
                      "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
                      "sub=0 psub=0 ssub=0 multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 "
                      "multi-mem=%zu rbs=%zu rbp=%zu obl=%zu oll=%zu omem=%zu tot-mem=%zu "
-                     "events=%s cmd=%s user=default redir=-1 resp=2 lib-name=%s lib-ver=%s\n",
+                     "events=%s cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
                      (unsigned long long)s->id, c->addr, laddr, c->fd,
                      s->name != NULL ? s->name : "", (long long)age, (long long)idle,
                      (flags & SESSION_IN_MULTI) ? "x" : "N", multi,
@@ -74,7 +74,8 @@ void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_m
                      atomic_load_explicit(&c->rbs, memory_order_relaxed),
                      obl, oll, omem,
                      atomic_load_explicit(&c->tot_mem, memory_order_relaxed),
-                     oll ? "rw" : "r", cmd, s->lib_name != NULL ? s->lib_name : "",
+                     oll ? "rw" : "r", cmd, (int)__atomic_load_n(&s->resp, __ATOMIC_RELAXED),
+                     s->lib_name != NULL ? s->lib_name : "",
                      s->lib_ver != NULL ? s->lib_ver : "");
     if (n > 0)
         rbuf_append(out, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);

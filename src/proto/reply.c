@@ -1,6 +1,7 @@
-/* reply.c - RESP2 reply encoding into a growable buffer (reply.h). */
+/* reply.c - RESP2 and RESP3 reply encoding into a growable buffer (reply.h). */
 #include "rlimitd/reply.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,17 +116,119 @@ void reply_bulk_i64(struct rbuf *b, int64_t v)
     reply_bulk(b, tmp, n);
 }
 
-void reply_nil(struct rbuf *b)
-{
-    rbuf_append(b, "$-1\r\n", 5);
-}
-
 void reply_array(struct rbuf *b, int64_t n)
 {
     prefixed_int(b, '*', n);
 }
 
+/* ---- where RESP3 differs (reply.h) ---- */
+
+void reply_nil(struct rbuf *b)
+{
+    if (REPLY_IS_RESP3(b))
+        rbuf_append(b, "_\r\n", 3);
+    else
+        rbuf_append(b, "$-1\r\n", 5);
+}
+
 void reply_null_array(struct rbuf *b)
 {
-    rbuf_append(b, "*-1\r\n", 5);
+    if (REPLY_IS_RESP3(b))
+        rbuf_append(b, "_\r\n", 3);
+    else
+        rbuf_append(b, "*-1\r\n", 5);
+}
+
+void reply_map(struct rbuf *b, int64_t n)
+{
+    if (REPLY_IS_RESP3(b))
+        prefixed_int(b, '%', n);
+    else
+        prefixed_int(b, '*', 2 * n);
+}
+
+void reply_set(struct rbuf *b, int64_t n)
+{
+    prefixed_int(b, REPLY_IS_RESP3(b) ? '~' : '*', n);
+}
+
+void reply_push(struct rbuf *b, int64_t n)
+{
+    prefixed_int(b, REPLY_IS_RESP3(b) ? '>' : '*', n);
+}
+
+void reply_double_text(struct rbuf *b, const char *s, size_t n)
+{
+    if (!REPLY_IS_RESP3(b)) {
+        reply_bulk(b, s, n);
+        return;
+    }
+    char *p = rbuf_room(b, n + 3);
+    p[0] = ',';
+    memcpy(p + 1, s, n);
+    p[n + 1] = '\r';
+    p[n + 2] = '\n';
+    b->len += n + 3;
+}
+
+void reply_double(struct rbuf *b, double d)
+{
+    char tmp[64];
+    int n;
+    if (isinf(d))
+        n = snprintf(tmp, sizeof(tmp), "%s", d > 0 ? "inf" : "-inf");
+    else
+        n = snprintf(tmp, sizeof(tmp), "%.17g", d);
+    reply_double_text(b, tmp, (size_t)n);
+}
+
+void reply_bool(struct rbuf *b, int v)
+{
+    if (REPLY_IS_RESP3(b))
+        rbuf_append(b, v ? "#t\r\n" : "#f\r\n", 4);
+    else
+        rbuf_append(b, v ? ":1\r\n" : ":0\r\n", 4);
+}
+
+void reply_verbatim(struct rbuf *b, const char *fmt, const char *p, size_t n)
+{
+    if (!REPLY_IS_RESP3(b)) {
+        reply_bulk(b, p, n);
+        return;
+    }
+    prefixed_int(b, '=', (int64_t)n + 4);
+    char *d = rbuf_room(b, n + 6);
+    for (int i = 0; i < 3; i++) /* Redis pads a short format with spaces */
+        d[i] = *fmt != '\0' ? *fmt++ : ' ';
+    d[3] = ':';
+    memcpy(d + 4, p, n);
+    d[n + 4] = '\r';
+    d[n + 5] = '\n';
+    b->len += n + 6;
+}
+
+void reply_bignum(struct rbuf *b, const char *p, size_t n)
+{
+    if (REPLY_IS_RESP3(b)) {
+        rbuf_append(b, "(", 1);
+    } else {
+        prefixed_int(b, '$', (int64_t)n);
+    }
+    char *d = rbuf_room(b, n + 2);
+    for (size_t i = 0; i < n; i++) /* a CR or LF would end the line early (RESP3) */
+        d[i] = (p[i] == '\r' || p[i] == '\n') ? ' ' : p[i];
+    d[n] = '\r';
+    d[n + 1] = '\n';
+    b->len += n + 2;
+}
+
+void reply_pairs(struct rbuf *b, int64_t n)
+{
+    prefixed_int(b, '*', REPLY_IS_RESP3(b) ? n : 2 * n);
+}
+
+void reply_pair(struct rbuf *b)
+{
+    if (REPLY_IS_RESP3(b))
+        rbuf_append(b, "*2\r\n", 4);
 }

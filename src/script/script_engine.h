@@ -53,6 +53,11 @@ struct engine {
     int handler_ref;            /* registry: the error handler */
     int ro_ref;                 /* registry: read-only table -> what it shows (sandbox) */
     int err_ref, ok_ref;        /* registry: the strings "err" and "ok" */
+    /* registry: the field names of Redis's typed reply tables ("double", "map", ...), in
+     * enum reply_field's order (script_redis.c) */
+    int field_ref[5];
+    int resp;                   /* redis.setresp: the protocol redis.call's replies are read
+                                   in, 2 at the start of every script */
     int keys_ref, argv_ref;     /* registry: the strings "KEYS" and "ARGV" */
     struct fn_slot fns[FN_SLOTS]; /* by the sha's first hex digit; a subset of fns_ref's */
     const char *sha;            /* the running script, for error texts */
@@ -90,6 +95,7 @@ extern __thread struct engine *tl_engine;
  * conversions look these keys up for every table. */
 #define push_err_key(L) lua_rawgeti((L), LUA_REGISTRYINDEX, tl_engine->err_ref)
 #define push_ok_key(L) lua_rawgeti((L), LUA_REGISTRYINDEX, tl_engine->ok_ref)
+#define push_field_key(L, f) lua_rawgeti((L), LUA_REGISTRYINDEX, tl_engine->field_ref[(f)])
 
 /* Whether the running script was asked to stop. */
 static inline int killed(const struct engine *e)

@@ -1,8 +1,9 @@
 /* script_redis.c - the `redis` library a script calls (redis.call and pcall, sha1hex,
- * error_reply, status_reply, log, setresp, ...) and Redis's conversions: a command's RESP reply
- * to Lua values for redis.call, a script's Lua value to its reply, errors to Redis's error
- * tables and texts (docs/COMMANDS.md, Scripting). redis.call runs its command through the
- * function the caller of script_run handed the engine (script.h, script_call_fn). */
+ * error_reply, status_reply, log, setresp, ...) and Redis's conversions: a command's RESP2 or
+ * RESP3 reply to Lua values for redis.call, a script's Lua value to its reply in its caller's
+ * protocol, errors to Redis's error tables and texts (docs/COMMANDS.md, Scripting). redis.call
+ * runs its command through the function the caller of script_run handed the engine (script.h,
+ * script_call_fn). */
 #include "script_redis.h"
 #include "rlimitd/alloc.h"
 
@@ -62,6 +63,16 @@ static int fail(lua_State *L, int raise, const char *msg)
     return raise ? lua_error(L) : 1;
 }
 
+/* ---- the typed reply tables ---- */
+
+/* The fields RESP3 values travel in between Lua and replies, both ways: {double = n},
+ * {big_number = "digits"}, {verbatim_string = {format = "txt", string = s}}, {map = {k = v}},
+ * {set = {member = true}}. Interned once per state (redis_lib_open); a reply table of a script
+ * is looked up for each, so RESP2 scripts pay a registry read and a lookup per field. */
+enum reply_field { F_DOUBLE, F_BIG_NUMBER, F_VERBATIM, F_MAP, F_SET };
+static const char *const field_names[] = {"double", "big_number", "verbatim_string", "map",
+                                          "set"};
+
 /* ---- RESP reply -> Lua ---- */
 
 /* The integer of a RESP line s..crlf after its type byte (what strtoll reads there). */
@@ -73,12 +84,24 @@ static long long resp_int(const char *s, const char *crlf)
     return strtoll(s + 1, NULL, 10);
 }
 
-/* Converts the RESP2 value at *p (a handler's well-formed reply) and advances *p. */
+/* Pushes {<field> = <the value at the top>}, popping the value. */
+static void wrap_field(lua_State *L, enum reply_field f)
+{
+    lua_createtable(L, 0, 1);
+    push_field_key(L, f);
+    lua_pushvalue(L, -3);
+    lua_rawset(L, -3);
+    lua_replace(L, -2);
+}
+
+/* Converts the RESP2 or RESP3 value at *p (a handler's well-formed reply, in the protocol the
+ * script chose with redis.setresp) as Redis does, and advances *p. An attribute is skipped
+ * (depth past REPLY_MAX_DEPTH or a malformed reply gives false; neither happens). */
 static void resp_to_lua(lua_State *L, const char **p, const char *end, int depth)
 {
     const char *s = *p;
     const char *crlf = memchr(s, '\r', (size_t)(end - s));
-    if (crlf == NULL || !lua_checkstack(L, 4) || depth > REPLY_MAX_DEPTH) {
+    if (crlf == NULL || !lua_checkstack(L, 6) || depth > REPLY_MAX_DEPTH) {
         lua_pushboolean(L, 0);
         *p = end;
         return;
@@ -100,27 +123,82 @@ static void resp_to_lua(lua_State *L, const char **p, const char *end, int depth
     case ':':
         lua_pushnumber(L, (lua_Number)resp_int(s, crlf));
         break;
-    case '$': {
+    case '$':
+    case '=': {
         long long n = resp_int(s, crlf);
         if (n < 0) {
             lua_pushboolean(L, 0);
-        } else {
+        } else if (s[0] == '$' || n < 4) {
             lua_pushlstring(L, *p, (size_t)n);
+            *p += n + 2;
+        } else { /* a verbatim string: "fmt:" then the text */
+            lua_createtable(L, 0, 2);
+            lua_pushliteral(L, "string");
+            lua_pushlstring(L, *p + 4, (size_t)n - 4);
+            lua_rawset(L, -3);
+            lua_pushliteral(L, "format");
+            lua_pushlstring(L, *p, 3);
+            lua_rawset(L, -3);
+            wrap_field(L, F_VERBATIM);
             *p += n + 2;
         }
         break;
     }
-    case '*': {
+    case '*':
+    case '~':
+    case '%': {
         long long n = resp_int(s, crlf);
         if (n < 0) {
             lua_pushboolean(L, 0);
             break;
         }
-        lua_createtable(L, n < 1024 ? (int)n : 1024, 0);
-        for (long long i = 1; i <= n; i++) {
-            resp_to_lua(L, p, end, depth + 1);
-            lua_rawseti(L, -2, (int)i);
+        if (s[0] == '*') {
+            lua_createtable(L, n < 1024 ? (int)n : 1024, 0);
+            for (long long i = 1; i <= n; i++) {
+                resp_to_lua(L, p, end, depth + 1);
+                lua_rawseti(L, -2, (int)i);
+            }
+            break;
         }
+        /* {set = {member = true, ...}} or {map = {key = value, ...}}, the table grown from
+         * empty as Redis grows it: its size decides lua_next's order, which a script that
+         * returns the table shows in its reply. */
+        lua_newtable(L);
+        for (long long i = 0; i < n; i++) {
+            resp_to_lua(L, p, end, depth + 1);
+            if (s[0] == '%')
+                resp_to_lua(L, p, end, depth + 1);
+            else
+                lua_pushboolean(L, 1);
+            if (lua_isnil(L, -2))
+                lua_pop(L, 2); /* a null key: no table can hold it (no command sends one) */
+            else
+                lua_rawset(L, -3);
+        }
+        wrap_field(L, s[0] == '%' ? F_MAP : F_SET);
+        break;
+    }
+    case '_':
+        lua_pushnil(L);
+        break;
+    case '#':
+        lua_pushboolean(L, s + 1 < crlf && s[1] == 't');
+        break;
+    case ',':
+        lua_pushnumber(L, strtod(s + 1, NULL));
+        wrap_field(L, F_DOUBLE);
+        break;
+    case '(':
+        lua_pushlstring(L, s + 1, (size_t)(crlf - s - 1));
+        wrap_field(L, F_BIG_NUMBER);
+        break;
+    case '|': { /* an attribute: its pairs are skipped, the value after it is the reply */
+        long long n = resp_int(s, crlf);
+        for (long long i = 0; i < 2 * n && *p < end; i++) {
+            resp_to_lua(L, p, end, depth + 1);
+            lua_pop(L, 1);
+        }
+        resp_to_lua(L, p, end, depth + 1);
         break;
     }
     default:
@@ -151,6 +229,83 @@ static void error_string_reply(struct rbuf *out, const char *s, size_t n)
     free(msg);
 }
 
+/* {map = m} and {set = m} as Redis writes them: each pair of m in lua_next's order, the key
+ * then (for a map) the value; a set's values are ignored. */
+static void pairs_reply(lua_State *L, int m, struct rbuf *out, int depth, int is_map)
+{
+    int64_t n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, m) != 0) {
+        n++;
+        lua_pop(L, 1);
+    }
+    if (is_map)
+        reply_map(out, n);
+    else
+        reply_set(out, n);
+    lua_pushnil(L);
+    while (lua_next(L, m) != 0) { /* lua_to_reply reads a key without converting it in place */
+        lua_to_reply(L, -2, out, depth + 1);
+        if (is_map)
+            lua_to_reply(L, -1, out, depth + 1);
+        lua_pop(L, 1);
+    }
+}
+
+/* The RESP3 reply tables Redis 7.0 recognises after err and ok, in its order: {double = n},
+ * {big_number = s}, {verbatim_string = {format = f, string = s}}, {map = t}, {set = t}. Each
+ * is written in the caller's protocol (a double as a bulk string in RESP2, a map as a flat
+ * array, ...). Returns 1 if the table at t was one of them (and is answered). */
+static int typed_reply(lua_State *L, int t, struct rbuf *out, int depth)
+{
+    push_field_key(L, F_DOUBLE);
+    lua_rawget(L, t);
+    if (lua_type(L, -1) == LUA_TNUMBER) {
+        reply_double(out, (double)lua_tonumber(L, -1));
+        lua_pop(L, 1);
+        return 1;
+    }
+    lua_pop(L, 1);
+    push_field_key(L, F_BIG_NUMBER);
+    lua_rawget(L, t);
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        size_t n;
+        const char *s = lua_tolstring(L, -1, &n);
+        reply_bignum(out, s, n); /* CR and LF become spaces, as Redis maps them */
+        lua_pop(L, 1);
+        return 1;
+    }
+    lua_pop(L, 1);
+    push_field_key(L, F_VERBATIM);
+    lua_rawget(L, t);
+    if (lua_type(L, -1) == LUA_TTABLE) {
+        lua_pushliteral(L, "format");
+        lua_rawget(L, -2);
+        lua_pushliteral(L, "string");
+        lua_rawget(L, -3);
+        if (lua_type(L, -2) == LUA_TSTRING && lua_type(L, -1) == LUA_TSTRING) {
+            size_t n;
+            const char *s = lua_tolstring(L, -1, &n);
+            reply_verbatim(out, lua_tostring(L, -2), s, n);
+            lua_pop(L, 3);
+            return 1;
+        }
+        lua_pop(L, 2);
+    }
+    lua_pop(L, 1);
+    for (int f = F_MAP; f <= F_SET; f++) {
+        push_field_key(L, f);
+        lua_rawget(L, t);
+        if (lua_type(L, -1) == LUA_TTABLE) {
+            pairs_reply(L, lua_gettop(L), out, depth, f == F_MAP);
+            lua_pop(L, 1);
+            return 1;
+        }
+        lua_pop(L, 1);
+    }
+    return 0;
+}
+
 void lua_to_reply(lua_State *L, int idx, struct rbuf *out, int depth)
 {
     if (depth > REPLY_MAX_DEPTH || !lua_checkstack(L, 4)) {
@@ -165,7 +320,11 @@ void lua_to_reply(lua_State *L, int idx, struct rbuf *out, int depth)
         return;
     }
     case LUA_TBOOLEAN:
-        if (lua_toboolean(L, idx))
+        /* Redis: a script still in RESP2 answers true as 1 and false as a null (each in the
+         * caller's protocol); after redis.setresp(3) a boolean is a boolean. */
+        if (tl_engine->resp == 3)
+            reply_bool(out, lua_toboolean(L, idx));
+        else if (lua_toboolean(L, idx))
             reply_int(out, 1);
         else
             reply_nil(out);
@@ -207,6 +366,8 @@ void lua_to_reply(lua_State *L, int idx, struct rbuf *out, int depth)
         return;
     }
     lua_pop(L, 1);
+    if (typed_reply(L, t, out, depth))
+        return;
     /* An array up to its first nil, as Redis walks it. The script's own reply (depth 0) keeps
      * its first REPLY_KEEP elements on the stack while counting, so they are read once. */
     int keep = depth == 0 && lua_checkstack(L, REPLY_KEEP + 4) ? REPLY_KEEP : 0;
@@ -288,6 +449,7 @@ static int redis_call(lua_State *L, int raise)
     if (e->call == NULL)
         return fail(L, raise, "redis.call is only available while a script runs");
     e->reply.len = 0;
+    e->reply.resp = (unsigned char)e->resp; /* the command answers in the script's protocol */
     e->call(e->call_ud, argc, e->argv, e->lens, &e->reply);
     const char *p = e->reply.p, *end = e->reply.p + e->reply.len;
     if (e->reply.len == 0) {
@@ -390,15 +552,21 @@ static int l_log(lua_State *L)
     return 0;
 }
 
+/* redis.setresp(2 | 3): the protocol redis.call's replies are produced in from now on (and so
+ * how they convert to Lua), and whether a boolean the script returns stays one. Redis takes
+ * the number with a C cast to int (2.9 is 2); its errors are error tables. */
 static int l_setresp(lua_State *L)
 {
+    struct engine *e = engine_of(L);
+    if (e->call == NULL)
+        return fail(L, 1, "redis.setresp can only be called inside a script invocation");
     if (lua_gettop(L) != 1)
-        return raw_error(L, "redis.setresp() requires one argument.");
-    lua_Integer v = lua_tointeger(L, 1);
+        return fail(L, 1, "redis.setresp() requires one argument.");
+    double d = (double)lua_tonumber(L, 1);
+    int v = d > -2147483649.0 && d < 2147483648.0 ? (int)d : 0;
     if (v != 2 && v != 3)
-        return raw_error(L, "RESP version must be 2 or 3.");
-    if (v == 3)
-        return raw_error(L, "rlimitd scripts speak RESP2 only.");
+        return fail(L, 1, "RESP version must be 2 or 3.");
+    e->resp = v;
     return 0;
 }
 
@@ -519,4 +687,9 @@ void redis_lib_open(lua_State *L)
     lua_pushliteral(L, REDIS_VERSION_STR);
     lua_setfield(L, -2, "REDIS_VERSION");
     lua_setglobal(L, "redis");
+    struct engine *e = engine_of(L);
+    for (int f = 0; f < (int)(sizeof(field_names) / sizeof(field_names[0])); f++) {
+        lua_pushstring(L, field_names[f]);
+        e->field_ref[f] = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
 }

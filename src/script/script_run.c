@@ -272,6 +272,7 @@ void script_run(const char *sha, script_call_fn call, void *call_ud, int64_t sta
     set_array(L, base + 3, e->argv_ref, args, alens, nargs);
     lua_pop(L, 1);
     e->sha = sha;
+    e->resp = 2; /* as Redis: each script starts in RESP2 whatever its caller speaks */
     e->call = call;
     e->call_ud = call_ud;
     e->handled = 0;

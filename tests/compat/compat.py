@@ -255,7 +255,15 @@ class Conn:
             return Error(rest.decode()), pos
         if kind == b":":
             return int(rest), pos
-        if kind == b"$":
+        if kind == b"_":  # RESP3: null, double, boolean, big number
+            return None, pos
+        if kind == b",":
+            return float(rest), pos
+        if kind == b"#":
+            return rest == b"t", pos
+        if kind == b"(":
+            return int(rest), pos
+        if kind in (b"$", b"="):  # a verbatim string comes back as its text
             n = int(rest)
             if n < 0:
                 return None, pos
@@ -263,17 +271,20 @@ class Conn:
                 self._fill()
             if self.buf[pos + n:pos + n + 2] != b"\r\n":
                 raise ValueError("bulk not followed by CRLF")
-            return self.buf[pos:pos + n], pos + n + 2
-        if kind == b"*":
+            return self.buf[pos + (4 if kind == b"=" else 0):pos + n], pos + n + 2
+        if kind in (b"*", b"~", b"%", b">"):  # RESP3 sets and pushes as lists, maps as dicts
             n = int(rest)
             if n < 0:
                 return None, pos
             items = []
-            for _ in range(n):
+            for _ in range(2 * n if kind == b"%" else n):
                 v, pos = self._parse(pos)
                 items.append(v)
+            if kind == b"%":
+                return {bytes(k) if isinstance(k, bytearray) else k: v
+                        for k, v in zip(items[0::2], items[1::2])}, pos
             return items, pos
-        raise ValueError("not a RESP2 reply: %r" % line[:80])
+        raise ValueError("not a RESP reply: %r" % line[:80])
 
     def read_reply(self, raw=False):
         v, pos = self._parse(0)

@@ -5,7 +5,8 @@ those clients parse them (issue 4).
 
 What they send, from their sources:
 - go-redis v9 (redis.go, baseClient.initConn): `HELLO 3 [AUTH <user|default> <pass>]
-  [SETNAME <name>]`; on any RESP error reply it stays on RESP2 and, if it has a password, sends
+  [SETNAME <name>]` (rlimitd answers it with the RESP3 map, as Redis 7.0); on any RESP error
+  reply it stays on RESP2 and, if it has a password, sends
   `AUTH <pass>` (or `AUTH <user> <pass>`). Then, pipelined, `CLIENT SETNAME <name>` if it has a
   name, and, pipelined, `CLIENT SETINFO LIB-NAME go-redis(<suffix>,<go version>)` and
   `CLIENT SETINFO LIB-VER <version>`, whose error replies it ignores. Cluster and ring clients
@@ -28,6 +29,11 @@ from compat import Conn, Daemon, Error, Results, Status, encode  # noqa: E402
 T = Results("raw_clients")
 
 NOPROTO = b"-NOPROTO unsupported protocol version\r\n"
+
+
+def hello3_ok(raw):
+    """HELLO 3's reply as go-redis reads it: Redis 7.0's 7-field map with proto 3."""
+    return raw.startswith(b"%7\r\n$6\r\nserver\r\n") and b"$5\r\nproto\r\n:3\r\n" in raw
 NOAUTH = b"-NOAUTH Authentication required.\r\n"
 WRONGPASS = b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
 OK = b"+OK\r\n"
@@ -70,9 +76,9 @@ def go_redis_connect(port, password=None, name=None):
 
 def test_go_redis(d):
     c, steps = go_redis_connect(d.port)
-    T.eq("go-redis: HELLO 3 gets a RESP error (falls back to RESP2)", steps["hello"], NOPROTO)
+    T.check("go-redis: HELLO 3 gets the RESP3 map", hello3_ok(steps["hello"]), steps["hello"])
     T.eq("go-redis: CLIENT SETINFO LIB-NAME / LIB-VER pipelined", steps["setinfo"], [OK, OK])
-    T.eq("go-redis: CL.THROTTLE on RESP2",
+    T.eq("go-redis: CL.THROTTLE on RESP3 (the same array)",
          c.call("CL.THROTTLE", "go:user", 15, 30, 60, 1, raw=True)[1], THROTTLE_FIRST)
     info = client_info(c)
     T.eq("go-redis: CLIENT INFO shows lib-name and lib-ver",
@@ -80,7 +86,8 @@ def test_go_redis(d):
     c.close()
 
     c, steps = go_redis_connect(d.port, name="go-app")
-    T.eq("go-redis with ClientName: HELLO 3 SETNAME", steps["hello"], NOPROTO)
+    T.check("go-redis with ClientName: HELLO 3 SETNAME", hello3_ok(steps["hello"]),
+            steps["hello"])
     T.eq("go-redis with ClientName: CLIENT SETNAME", steps["setname"], OK)
     T.eq("go-redis with ClientName: name is set", c.call("CLIENT", "GETNAME"), b"go-app")
     c.close()
@@ -100,9 +107,9 @@ def test_go_redis(d):
 def test_go_redis_password():
     with Daemon("--requirepass", "gopass") as d:
         c, steps = go_redis_connect(d.port, password="gopass")
-        T.eq("go-redis with Password: HELLO 3 AUTH default ... gets NOPROTO", steps["hello"],
-             NOPROTO)
-        T.eq("go-redis with Password: falls back to AUTH <pass>", steps.get("auth"), OK)
+        T.check("go-redis with Password: HELLO 3 AUTH default ... authenticates",
+                hello3_ok(steps["hello"]), steps["hello"])
+        T.eq("go-redis with Password: no AUTH fallback needed", steps.get("auth"), None)
         T.eq("go-redis with Password: SETINFO after AUTH", steps["setinfo"], [OK, OK])
         T.eq("go-redis with Password: CL.THROTTLE",
              c.call("CL.THROTTLE", "go:pw", 15, 30, 60, raw=True)[1], THROTTLE_FIRST)
@@ -275,10 +282,13 @@ def test_jedis_password():
              c.call("AUTH", "admin", "jpass", raw=True)[1], WRONGPASS)
         T.eq("Jedis wrong password: WRONGPASS", c.call("AUTH", "nope", raw=True)[1], WRONGPASS)
         c.close()
-        # RESP3 asked for with a user: HELLO 3 AUTH ... is refused as RESP3, not as a password.
+        # RESP3 asked for with a user: HELLO 3 AUTH ... authenticates and switches; a protocol
+        # rlimitd (and Redis 7.0) does not speak is still NOPROTO, not a password error.
         c = Conn(d.port)
-        T.eq("Jedis RESP3 + user: HELLO 3 AUTH gets NOPROTO",
-             c.call("HELLO", "3", "AUTH", "default", "jpass", raw=True)[1], NOPROTO)
+        r = c.call("HELLO", "3", "AUTH", "default", "jpass", raw=True)[1]
+        T.check("Jedis RESP3 + user: HELLO 3 AUTH gets the RESP3 map", hello3_ok(r), r)
+        T.eq("Jedis RESP4 + user: HELLO 4 AUTH gets NOPROTO",
+             c.call("HELLO", "4", "AUTH", "default", "jpass", raw=True)[1], NOPROTO)
         c.close()
 
 
@@ -289,8 +299,9 @@ def main():
         T.run("Jedis", lambda: test_jedis(d))
         # The error replies parse as errors (no client library would see garbage).
         c = Conn(d.port)
-        T.check("HELLO 3 reply parses as a RESP error", isinstance(c.call("HELLO", "3"), Error),
+        T.check("HELLO 4 reply parses as a RESP error", isinstance(c.call("HELLO", "4"), Error),
                 "")
+        T.check("HELLO 3 reply parses as a map", isinstance(c.call("HELLO", "3"), dict), "")
         c.close()
     T.run("go-redis password", test_go_redis_password)
     T.run("Jedis password", test_jedis_password)

@@ -65,11 +65,12 @@ if ((${#missing[@]} > 0)); then
 fi
 
 # npm packages, local to this folder, never saved, installed in one go (a later --no-save install
-# would prune the earlier ones): ioredis 5 (the client the brief names), the sorted-set rate
+# would prune the earlier ones): ioredis 5 (the client the brief names), the official `redis`
+# client's current major (6: RESP3 by default), the sorted-set rate
 # limiters zset_limiters.test.js drives and the script-based ones script_limiters.test.js drives
 # (pinned: the tests know what they send).
 NPM_PKGS=(ioredis@5 ratelimiter@3.4.1 rolling-rate-limiter@0.4.2 rate-limiter-flexible@11
-    rate-limit-redis@6)
+    rate-limit-redis@6 redis@6)
 npm_missing=()
 for p in "${NPM_PKGS[@]}"; do
     [[ -f "$HERE/node_modules/${p%@*}/package.json" ]] || npm_missing+=("$p")
@@ -101,7 +102,7 @@ export LIMIT_CHECK
 echo "run.sh: testing $RLIMITD ($("$RLIMITD" --version))"
 
 # ---- the tests ----
-ALL=(test_redis_py.py test_commands.py raw_clients.py ioredis.test.js redis_cli.sh
+ALL=(test_redis_py.py test_commands.py raw_clients.py ioredis.test.js node_redis.test.js redis_cli.sh
     redis_benchmark.sh exporter.sh systemd.sh test_zset_recipe.py zset_limiters.test.js
     script_limiters.test.js script_fixed_window.py script_token_bucket.py)
 if (($# > 0)); then

@@ -4,13 +4,15 @@ COMMAND LIST that Redis also has, COMMAND INFO must be byte for byte Redis's (na
 flags, key positions, ACL categories, tips, key specs) except the subcommands of container
 commands (CLIENT, CONFIG, ...), which rlimitd does not list (docs/COMMANDS.md, "COMMAND");
 and COMMAND GETKEYSANDFLAGS must find the same keys with the same flags for sample calls.
-Cluster-aware clients read both to route commands. Prints one line per difference and
-"N passed, N failed"; exits 1 on any difference."""
+Cluster-aware clients read both to route commands. Entries are compared as bytes, element by
+element; with --resp3 both connections speak RESP3 (flags, categories, tips and key specs are
+sets and maps there). Prints one line per difference and "N passed, N failed"; exits 1 on any
+difference."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Resp, parse, resolve_rlimitd, start_redis, start_rlimitd  # noqa: E402
+from common import Resp, parse, resolve_rlimitd, split, start_redis, start_rlimitd  # noqa: E402
 
 # Sample calls for GETKEYSANDFLAGS: fixed key positions, ranges, steps, options that change the
 # flags (SET ... GET), different flags per key (RENAME), key counts (EVAL), bad counts.
@@ -29,18 +31,20 @@ def main():
     rl = start_rlimitd(resolve_rlimitd())
     rd = start_redis()
     passed = failed = 0
+    resp = 3 if "--resp3" in sys.argv[1:] else 2
     try:
-        a = Resp(rl.port)
-        b = Resp(rd.port)
+        a = Resp(rl.port, resp=resp)
+        b = Resp(rd.port, resp=resp)
         names = sorted(n.decode() for n in parse(a.call("COMMAND", "LIST")))
         for name in names:
-            ra = parse(a.call("COMMAND", "INFO", name))[0]
-            rb = parse(b.call("COMMAND", "INFO", name))[0]
-            if rb is None:
+            xb = split(b.call("COMMAND", "INFO", name))[1][0]
+            if parse(xb) is None:
                 continue  # rlimitd's own command (CL.THROTTLE, ISALLOWED, ...)
-            if rb[9] and ra[9] == []:
-                rb = rb[:9] + [[]]  # a container: Redis lists its subcommands, rlimitd not
-            if ra == rb:
+            ha, ra = split(split(a.call("COMMAND", "INFO", name))[1][0])
+            hb, rb = split(xb)
+            if parse(rb[9]) and ra[9] == b"*0\r\n":
+                rb = rb[:9] + [ra[9]]  # a container: Redis lists its subcommands, rlimitd not
+            if (ha, ra) == (hb, rb):
                 passed += 1
             else:
                 failed += 1
@@ -67,6 +71,7 @@ def main():
             if problem:
                 failed += 1
                 print("FAIL " + problem)
+    print("command_diff (RESP%d): %d passed, %d failed" % (resp, passed, failed))
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -42,14 +42,20 @@ class ProtocolError(Exception):
 
 
 class Resp:
-    """A connection that returns each reply as its exact bytes (RESP2 and RESP3 types)."""
+    """A connection that returns each reply as its exact bytes (RESP2 and RESP3 types). With
+    resp=3 it opens with HELLO 3, so every reply after that is in RESP3."""
 
-    def __init__(self, port, host="127.0.0.1", timeout=120.0):
+    def __init__(self, port, host="127.0.0.1", timeout=120.0, resp=2):
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = bytearray()
         self.pos = 0
         self.port = port
+        self.resp = resp
+        if resp == 3:
+            hello = self.call("HELLO", "3")
+            if not hello.startswith(b"%7\r\n") or b"$5\r\nproto\r\n:3\r\n" not in hello:
+                raise ProtocolError("HELLO 3 on port %d answered %r" % (port, hello[:200]))
 
     def close(self):
         try:
@@ -116,27 +122,39 @@ class Resp:
 
 
 def parse(raw):
-    """A raw RESP2 reply as Python values: bytes, int, None, list, or ('err', text)."""
+    """A raw RESP2 or RESP3 reply as Python values: bytes, int, None, list, or ('err', text).
+    RESP3's types come out as their RESP2 counterparts, so a check reads either protocol: a
+    null as None, a double as the bytes of its text (a score's bulk string in RESP2), a boolean
+    as 1 or 0, a verbatim string as its text, a big number as its digits, a set as a list, a
+    map as the flat list of its keys and values. RESP3's nested pairs (ZRANGE ... WITHSCORES)
+    stay nested: pairs() flattens them."""
 
     def one(p):
         t = raw[p : p + 1]
         e = raw.index(b"\r\n", p)
         body = raw[p + 1 : e]
-        if t == b"+":
-            return body, e + 2
+        if t in (b"+", b",", b"("):
+            return bytes(body), e + 2
         if t == b"-":
             return ("err", body.decode("utf-8", "replace")), e + 2
         if t == b":":
             return int(body), e + 2
-        if t == b"$":
+        if t == b"#":
+            return int(body == b"t"), e + 2
+        if t == b"_":
+            return None, e + 2
+        if t in (b"$", b"="):
             n = int(body)
             if n < 0:
                 return None, e + 2
-            return raw[e + 2 : e + 2 + n], e + 2 + n + 2
-        if t == b"*":
+            skip = 4 if t == b"=" else 0
+            return raw[e + 2 + skip : e + 2 + n], e + 2 + n + 2
+        if t in (b"*", b"~", b"%", b">"):
             n = int(body)
             if n < 0:
                 return None, e + 2
+            if t == b"%":
+                n *= 2
             items = []
             p = e + 2
             for _ in range(n):
@@ -146,6 +164,35 @@ def parse(raw):
         raise ProtocolError("cannot parse %r" % raw[:60])
 
     return one(0)[0]
+
+
+def split(raw):
+    """An aggregate reply's header line and its elements, each as its exact bytes (a map's keys
+    and values alternate)."""
+    r = Resp.__new__(Resp)  # a parser over the bytes, no socket
+    r.buf, r.pos, r.port = bytearray(raw), 0, 0
+
+    def fill():
+        raise ProtocolError("truncated reply %r" % raw[:60])
+
+    r._fill = fill
+    e = raw.index(b"\r\n")
+    n = int(raw[1:e])
+    n = 2 * n if raw[:1] == b"%" else max(n, 0)
+    items, p = [], e + 2
+    for _ in range(n):
+        q = r._skip(p)
+        items.append(bytes(raw[p:q]))
+        p = q
+    return bytes(raw[: e + 2]), items
+
+
+def pairs(v):
+    """A parsed list of (member, score) pairs as the flat list RESP2 sends: RESP3's
+    [[m, s], ...] is flattened, a flat list returned as it is."""
+    if isinstance(v, list) and v and all(isinstance(x, list) and len(x) == 2 for x in v):
+        return [y for x in v for y in x]
+    return v
 
 
 # ---- servers ------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ redis-server 7.0; every reply is compared byte for byte, and the whole list ever
 and at the end. On the first difference it prints the seed, the command number, the command and
 both replies. Prints "N passed, N failed"; exits 1 on a difference.
 
-Usage: list_big_diff.py [--seed N] [--count N]; RLIMITD_BIN names the daemon."""
+Usage: list_big_diff.py [--seed N] [--count N] [--resp3]; RLIMITD_BIN names the daemon. With
+--resp3 both connections speak RESP3 (nulls are _)."""
 import argparse
 import os
 import random
@@ -61,13 +62,15 @@ def main():
     ap.add_argument("--seed", type=int, default=int(os.environ.get("DIFF_SEED", "0")) or
                     random.randrange(1, 2 ** 31))
     ap.add_argument("--count", type=int, default=20000)
+    ap.add_argument("--resp3", action="store_true")
     a = ap.parse_args()
+    resp = 3 if a.resp3 else 2
     rbin = os.environ.get("RLIMITD_BIN")
     redis = shutil.which("redis-server")
     if not rbin or not redis:
         print("need RLIMITD_BIN and redis-server")
         return 1
-    print("list_big_diff: seed %d, %d commands" % (a.seed, a.count))
+    print("list_big_diff: seed %d, %d commands, RESP%d" % (a.seed, a.count, resp))
     tmp = tempfile.mkdtemp(prefix="list-big-diff.")
     rport, oport = free_port(), free_port()
     procs = []
@@ -77,7 +80,7 @@ def main():
                             "--save-interval", "0"], rport))
         procs.append(start([redis, "--port", str(oport), "--bind", "127.0.0.1", "--save", "",
                             "--appendonly", "no", "--dir", tmp], oport))
-        mine, oracle = Conn(rport), Conn(oport)
+        mine, oracle = Conn(rport, resp), Conn(oport, resp)
         r = random.Random(a.seed)
         for _ in range(0, SIZE, 500):
             fill = [["RPUSH", "L"] + [element(r) for _ in range(500)]]

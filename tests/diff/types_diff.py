@@ -13,7 +13,10 @@ Only these replies are compared loosely, each for a stated reason:
   - TTL, PTTL, EXPIRETIME, PEXPIRETIME: depend on when each server read its clock; integers
     compared within a tolerance (1 s, 2000 ms), the special -1 / -2 exactly.
 
-Usage: types_diff.py [--seed N] [--count N]; RLIMITD_BIN names the daemon. redis-server must be
+With --resp3 both connections open with HELLO 3 and every reply is compared in RESP3 (maps,
+nulls, doubles, ... byte for byte as well; the loose comparisons above read both protocols).
+
+Usage: types_diff.py [--seed N] [--count N] [--resp3]; RLIMITD_BIN names the daemon. redis-server must be
 on PATH. Both servers run on free loopback ports and are killed at the end.
 """
 import argparse
@@ -44,13 +47,26 @@ def encode(args):
     return b"".join(out)
 
 
-class Conn:
-    """A raw RESP connection: commands out, each reply back as its exact bytes."""
+class Agg(list):
+    """An aggregate reply: its elements' replies, and its header line (*n, %n, ~n) as sent."""
 
-    def __init__(self, port):
+    def __init__(self, head, items):
+        super().__init__(items)
+        self.head = head
+
+
+class Conn:
+    """A raw RESP connection: commands out, each reply back as its exact bytes. resp=3: opened
+    with HELLO 3, whose reply must be RESP3's map."""
+
+    def __init__(self, port, resp=2):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
         self.buf = b""
         self.pos = 0
+        if resp == 3:
+            hello = flat(self.run([["HELLO", "3"]])[0])
+            if not hello.startswith(b"%7\r\n") or b"proto\r\n:3\r\n" not in hello:
+                raise ConnectionError("HELLO 3 answered %r" % hello[:200])
 
     def _fill(self):
         data = self.sock.recv(1 << 20)
@@ -76,16 +92,19 @@ class Conn:
         return data
 
     def reply(self):
-        """One reply, as bytes; arrays as a list of their elements' replies (bytes or lists)."""
+        """One reply, as bytes; aggregates (RESP2 arrays, RESP3 arrays, maps, sets) as an Agg of
+        their elements' replies (a map's keys and values alternate)."""
         line = self._line()
         kind = line[:1]
-        if kind in (b"+", b"-", b":"):
+        if kind in (b"+", b"-", b":", b"_", b",", b"#", b"("):
             return line
         n = int(line[1:-2])
-        if kind == b"$":
+        if kind in (b"$", b"="):
             return line if n < 0 else line + self._take(n + 2)
-        if kind == b"*":
-            return line if n < 0 else [self.reply() for _ in range(n)]
+        if kind in (b"*", b"~", b"%"):
+            if n < 0:
+                return line
+            return Agg(line, [self.reply() for _ in range(2 * n if kind == b"%" else n)])
         raise ValueError("bad reply type %r" % line)
 
     def run(self, cmds):
@@ -94,8 +113,8 @@ class Conn:
 
 
 def flat(r):
-    if isinstance(r, list):
-        return b"*%d\r\n" % len(r) + b"".join(flat(x) for x in r)
+    if isinstance(r, Agg):
+        return r.head + b"".join(flat(x) for x in r)
     return r
 
 
@@ -481,7 +500,9 @@ def main():
                     random.randrange(1, 2 ** 31))
     ap.add_argument("--count", type=int, default=int(os.environ.get("DIFF_COUNT", "100000")))
     ap.add_argument("--slices", default=os.environ.get("DIFF_SLICES", "1,2,3,4"))
+    ap.add_argument("--resp3", action="store_true", help="compare every reply in RESP3")
     a = ap.parse_args()
+    resp = 3 if a.resp3 else 2
     slices = {int(s) for s in a.slices.split(",")}
     rbin = os.environ.get("RLIMITD_BIN")
     redis = shutil.which("redis-server")
@@ -496,10 +517,11 @@ def main():
                             "--save-interval", "0"], rport))
         procs.append(start([redis, "--port", str(oport), "--bind", "127.0.0.1", "--save", "",
                             "--appendonly", "no", "--dir", tmp], oport))
-        mine, oracle = Conn(rport), Conn(oport)
+        mine, oracle = Conn(rport, resp), Conn(oport, resp)
         for c in (mine, oracle):
             c.run([["FLUSHALL"]])
-        print("types_diff: seed %d, %d commands, slices %s" % (a.seed, a.count, a.slices))
+        print("types_diff: seed %d, %d commands, slices %s, RESP%d" % (a.seed, a.count, a.slices,
+                                                                      resp))
         g = Gen(a.seed, slices)
         done = 0
         queued = None
@@ -522,7 +544,8 @@ def main():
                     print("FAIL seed %d: command %d differs: %s" % (a.seed, done + i + 1, show(c)))
                     print("  rlimitd: %r" % flat(got[i]))
                     print("  redis:   %r" % flat(want[i]))
-                    print("  rerun: DIFF_SEED=%d DIFF_COUNT=%d" % (a.seed, done + i + 1))
+                    print("  rerun: DIFF_SEED=%d DIFF_COUNT=%d%s" % (a.seed, done + i + 1,
+                                                                    " --resp3" if a.resp3 else ""))
                     return 1
                 if name in ("EXEC", "DISCARD") and flat(want[i])[:4] != b"-ERR":
                     queued = None
@@ -536,7 +559,8 @@ def main():
         print("covered (plain/error): " + ", ".join(
             "%s %d/%d" % (n, v[0], v[1]) for n, v in sorted(cover.items())))
         print("WRONGTYPE replies: %d; longest list: %d" % (wrongtype, longest))
-        print("types_diff: %d commands, all replies equal (seed %d)" % (done, a.seed))
+        print("types_diff: %d commands, all replies equal (seed %d, RESP%d)" % (done, a.seed,
+                                                                                resp))
         return 0
     finally:
         for p in procs:

@@ -2,6 +2,7 @@
 """WATCH across clients (issue 17): scenarios of two connections, each run on rlimitd and on
 redis-server 7.0, where every reply must be equal byte for byte; then the rlimitd-only writers
 (CL.THROTTLE, GCRA, ISALLOWED) must abort a transaction watching their key as any write does.
+With --resp3 every connection opens with HELLO 3 (an aborted EXEC is then RESP3's null).
 Prints one line per failure and "N passed, N failed"; exits 1 on any failure."""
 import os
 import shutil
@@ -99,8 +100,13 @@ LIMITERS = [
 ]
 
 
+RESP = 3 if "--resp3" in sys.argv[1:] else 2
+NULL_ARRAY = b"_\r\n" if RESP == 3 else b"*-1\r\n"
+NULL = b"_\r\n" if RESP == 3 else b"$-1\r\n"
+
+
 def run_scenario(port, steps):
-    conns = [Conn(port), Conn(port)]
+    conns = [Conn(port, RESP), Conn(port, RESP)]
     conns[0].run([["FLUSHALL"]])
     out = [flat(conns[c].run([cmd])[0]) for c, cmd in steps]
     for c in conns:
@@ -138,7 +144,7 @@ def main():
             steps = [(0, ["SET", "lim", "0"]), (0, ["DEL", "lim"]), (0, ["WATCH", "lim"]),
                      (1, cmd), (0, ["MULTI"]), (0, ["GET", "lim"]), (0, ["EXEC"])]
             got = run_scenario(rport, steps)
-            if got[-1] == b"*-1\r\n":
+            if got[-1] == NULL_ARRAY:
                 passed += 1
             else:
                 failed += 1
@@ -147,7 +153,7 @@ def main():
         steps = [(0, ["WATCH", "lim"]), (1, ["CL.THROTTLE", "other", "5", "10", "60"]),
                  (0, ["MULTI"]), (0, ["GET", "lim"]), (0, ["EXEC"])]
         got = run_scenario(rport, steps)
-        if got[-1] == b"*1\r\n$-1\r\n":
+        if got[-1] == b"*1\r\n" + NULL:
             passed += 1
         else:
             failed += 1
@@ -156,6 +162,7 @@ def main():
         for p in procs:
             stop(p)
         shutil.rmtree(tmp, ignore_errors=True)
+    print("watch (RESP%d): %d passed, %d failed" % (RESP, passed, failed))
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

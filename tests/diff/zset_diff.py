@@ -459,6 +459,7 @@ class Gen:
 # time between the two servers handling it. Allowed: the same sign class (-2, -1, or >= 0) and a
 # difference no larger than the run has lasted so far (bounded, never a race with the clock).
 RUN_START = time.monotonic()
+RESP = 2  # the protocol both connections speak (--resp3: 3)
 
 
 def check_ttl(cmds, ra, rb, i):
@@ -494,8 +495,15 @@ def check_zrandmember(cmds, ra, rb, i):
         s = common.parse(setraw)
         if isinstance(s, tuple):  # WRONGTYPE: ZRANDMEMBER must have failed too
             return "ZRANDMEMBER answered on a key ZRANGE refuses"
+        s = common.pairs(s)
         scores = dict(zip(s[0::2], s[1::2]))
         got = common.parse(raw)
+        if count is not None and withscores and isinstance(got, list) and got:
+            # Redis 7.0: (member, score) pairs, flat in RESP2, two-element arrays in RESP3.
+            nested = all(isinstance(x, list) and len(x) == 2 for x in got)
+            if nested != (RESP == 3):
+                return "ZRANDMEMBER WITHSCORES: pairs not in RESP%d's shape" % RESP
+            got = common.pairs(got)
         if count is None:
             if not scores:
                 if got is not None:
@@ -610,6 +618,8 @@ def run(started):
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--count", type=int, default=int(os.environ.get("DIFF_COUNT", 100000)))
     ap.add_argument("--batch", type=int, default=500)
+    ap.add_argument("--resp3", action="store_true",
+                    help="both connections open with HELLO 3: every reply compared in RESP3")
     ap.add_argument("--skip", default="",
                     help="commands to leave out of the stream, e.g. ZRANDMEMBER,ZRANGEBYLEX "
                          "(while they are being written; the meson test skips none)")
@@ -619,8 +629,10 @@ def run(started):
     if seed is None:
         seed = int(os.environ["DIFF_SEED"]) if os.environ.get("DIFF_SEED") else \
             int(time.time() * 1000) % 1000000007
-    print("zset_diff: seed %d, %d commands (rerun: DIFF_SEED=%d)" % (seed, opts.count, seed),
-          flush=True)
+    global RESP
+    RESP = 3 if opts.resp3 else 2
+    print("zset_diff: seed %d, %d commands, RESP%d (rerun: DIFF_SEED=%d%s)"
+          % (seed, opts.count, RESP, seed, " with --resp3" if opts.resp3 else ""), flush=True)
 
     if opts.self_check:
         names = ("redis-a", "redis-b")
@@ -642,7 +654,7 @@ def run(started):
             s = common.start_redis()
             started.append(s)
             pb = s.port
-    ca, cb = common.Resp(pa), common.Resp(pb)
+    ca, cb = common.Resp(pa, resp=RESP), common.Resp(pb, resp=RESP)
     # A clean start: whatever an earlier run left behind on servers started by hand.
     for c in (ca, cb):
         for k in ZKEYS + LEXKEYS + BIGKEYS + TYPE_KEYS + [MISSING]:

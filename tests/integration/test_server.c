@@ -122,14 +122,132 @@ Test(server, hello)
     long long id = it_int(it_cmd(c, "CLIENT ID"));
     check_hello(it_cmd(c, "HELLO"), id);
     check_hello(it_cmd(c, "HELLO 2"), id);
-    IT_ERR(it_cmd(c, "HELLO 3"), "NOPROTO unsupported protocol version");
     IT_ERR_LIKE(it_cmd(c, "HELLO 4"), "NOPROTO", NULL);
     IT_ERR_LIKE(it_cmd(c, "HELLO 1"), "NOPROTO", NULL);
-    /* Still RESP2 after the refusal. */
+    IT_ERR(it_cmd(c, "HELLO -3"), "NOPROTO unsupported protocol version");
+    IT_ERR(it_cmd(c, "HELLO 3x"), "ERR Protocol version is not an integer or out of range");
+    /* Still RESP2 after the refusals. */
     IT_STATUS(it_cmd(c, "PING"), "PONG");
     IT_NIL(it_cmd(c, "GET nothing"));
     check_hello(it_cmd(c, "hello 2"), id);
     redisFree(c);
+    it_stop(d);
+}
+
+/* Sends req on a raw connection and checks that exactly want comes back (hiredis 0.14 reads
+ * no RESP3, so these are compared as bytes). */
+static void raw_expect(int fd, const char *req, const char *want)
+{
+    struct it_io io;
+    it_raw_exchange(fd, req, strlen(req), 5000, 1 << 20, strlen(want), &io);
+    cr_assert(io.len == strlen(want) && memcmp(io.data, want, io.len) == 0,
+              "%s: got [%s] want [%s]", req, io.data, want);
+    free(io.data);
+}
+
+/* Sends req and reads one reply that is a line (":5", "+OK") or a line and a payload ("$n",
+ * "=n"), blocking (the connection has 10 s timeouts). Returns it NUL-terminated, malloc'd. */
+static char *raw_one(int fd, const char *req)
+{
+    it_raw_send(fd, req, strlen(req));
+    size_t cap = 256, len = 0;
+    char *b = malloc(cap);
+    cr_assert(b != NULL);
+    while (len < 2 || b[len - 2] != '\r' || b[len - 1] != '\n') {
+        cr_assert(recv(fd, b + len, 1, 0) == 1, "%s: no reply", req);
+        len++;
+        cr_assert(len < cap - 1, "%s: header too long", req);
+    }
+    if (b[0] == '$' || b[0] == '=') {
+        long long n = strtoll(b + 1, NULL, 10);
+        if (n >= 0) {
+            size_t want = len + (size_t)n + 2;
+            b = realloc(b, want + 1);
+            cr_assert(b != NULL);
+            while (len < want) {
+                ssize_t r = recv(fd, b + len, want - len, 0);
+                cr_assert(r > 0, "%s: reply cut short", req);
+                len += (size_t)r;
+            }
+        }
+    }
+    b[len] = '\0';
+    return b;
+}
+
+/* HELLO 3 switches the connection to RESP3 (its own reply a map already), RESP3 shapes follow,
+ * CLIENT INFO shows resp=3, and RESET goes back to RESP2. */
+Test(server, hello_resp3)
+{
+    struct it_daemon *d = it_start(NULL);
+    int fd = it_raw_connect(d->port);
+    struct it_io io;
+    char *r = raw_one(fd, "CLIENT ID\r\n");
+    long long id = strtoll(r + 1, NULL, 10);
+    free(r);
+    char want[512];
+    snprintf(want, sizeof(want),
+             "%%7\r\n$6\r\nserver\r\n$7\r\nrlimitd\r\n$7\r\nversion\r\n$5\r\n7.0.0\r\n"
+             "$5\r\nproto\r\n:3\r\n$2\r\nid\r\n:%lld\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n"
+             "$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n",
+             id);
+    raw_expect(fd, "HELLO 3\r\n", want);
+    raw_expect(fd, "GET nothing\r\n", "_\r\n");
+    raw_expect(fd, "HSET h f v\r\n", ":1\r\n");
+    raw_expect(fd, "HGETALL h\r\n", "%1\r\n$1\r\nf\r\n$1\r\nv\r\n");
+    raw_expect(fd, "ZADD z 1.5 m\r\n", ":1\r\n");
+    raw_expect(fd, "ZRANGE z 0 -1 WITHSCORES\r\n", "*1\r\n*2\r\n$1\r\nm\r\n,1.5\r\n");
+    /* HELLO without a version keeps the protocol. */
+    it_raw_exchange(fd, "HELLO\r\n", 7, 5000, 1 << 20, strlen(want), &io);
+    cr_assert(io.len == strlen(want) && memcmp(io.data, want, io.len) == 0, "HELLO: %s", io.data);
+    free(io.data);
+    r = raw_one(fd, "CLIENT INFO\r\n");
+    cr_assert(r[0] == '=' && strstr(r, "\r\ntxt:id=") && strstr(r, " resp=3 "), "%s", r);
+    free(r);
+    raw_expect(fd, "RESET\r\n", "+RESET\r\n");
+    raw_expect(fd, "GET nothing\r\n", "$-1\r\n");
+    r = raw_one(fd, "CLIENT INFO\r\n");
+    cr_assert(r[0] == '$' && strstr(r, "\r\nid=") && strstr(r, " resp=2 "), "%s", r);
+    free(r);
+    close(fd);
+    it_stop(d);
+}
+
+/* With requirepass: HELLO 3 unauthenticated is refused with NOAUTH (and stays RESP2), a wrong
+ * password with WRONGPASS, HELLO 3 AUTH authenticates and switches in one command. An option
+ * read before a bad one has taken effect, as in Redis. */
+Test(server, hello_auth)
+{
+    struct it_daemon *d = it_start(IT_ARGS("--requirepass", "pw"));
+    int fd = it_raw_connect(d->port);
+    raw_expect(fd, "HELLO 3\r\n",
+               "-NOAUTH HELLO must be called with the client already authenticated, otherwise "
+               "the HELLO AUTH <user> <pass> option can be used to authenticate the client and "
+               "select the RESP protocol version at the same time\r\n");
+    raw_expect(fd, "HELLO 3 AUTH default nope\r\n",
+               "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+    raw_expect(fd, "HELLO 3 AUTH bob pw\r\n",
+               "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+    raw_expect(fd, "GET k\r\n", "-NOAUTH Authentication required.\r\n");
+    raw_expect(fd, "HELLO 3 AUTH default pw BOGUS\r\n",
+               "-ERR Syntax error in HELLO option 'BOGUS'\r\n");
+    /* The AUTH before the bad option stands; the protocol did not change. */
+    raw_expect(fd, "GET k\r\n", "$-1\r\n");
+    char *r = raw_one(fd, "CLIENT ID\r\n");
+    long long id = strtoll(r + 1, NULL, 10);
+    free(r);
+    raw_expect(fd, "RESET\r\n", "+RESET\r\n");
+    raw_expect(fd, "GET k\r\n", "-NOAUTH Authentication required.\r\n");
+    char want[512];
+    snprintf(want, sizeof(want),
+             "%%7\r\n$6\r\nserver\r\n$7\r\nrlimitd\r\n$7\r\nversion\r\n$5\r\n7.0.0\r\n"
+             "$5\r\nproto\r\n:3\r\n$2\r\nid\r\n:%lld\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n"
+             "$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n",
+             id);
+    raw_expect(fd, "HELLO 3 AUTH default pw SETNAME app\r\n", want);
+    raw_expect(fd, "CLIENT GETNAME\r\n", "$3\r\napp\r\n");
+    raw_expect(fd, "GET k\r\n", "_\r\n");
+    close(fd);
     it_stop(d);
 }
 

@@ -1,7 +1,8 @@
-"""resp.py - a raw-socket RESP2 client and server launchers for the scripting tests.
+"""resp.py - a raw-socket RESP2/RESP3 client and server launchers for the scripting tests.
 
 Self-contained on purpose (only the standard library): replies are kept as the exact bytes the
-server sent, so two servers can be compared byte for byte."""
+server sent, so two servers can be compared byte for byte. A connection made with resp=3 opens
+with HELLO 3 (RESP3 replies are read, and parsed as their RESP2 counterparts)."""
 import os
 import socket
 import subprocess
@@ -29,9 +30,13 @@ def encode(args):
 
 
 class Conn:
-    def __init__(self, port, timeout=120.0):
+    def __init__(self, port, timeout=120.0, resp=2):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.buf = b""
+        if resp == 3:
+            hello = self.call("HELLO", "3")
+            if not hello.startswith(b"%7\r\n") or b"proto\r\n:3\r\n" not in hello:
+                raise ConnectionError("HELLO 3 answered %r" % hello[:200])
 
     def close(self):
         self.sock.close()
@@ -53,18 +58,18 @@ class Conn:
         """End offset of the RESP value starting at pos (reads more as needed)."""
         i = self._line(pos)
         t = self.buf[pos:pos + 1]
-        if t in (b"+", b"-", b":"):
+        if t in (b"+", b"-", b":", b"_", b",", b"#", b"("):
             return i + 2
         n = int(self.buf[pos + 1:i])
-        if t == b"$":
+        if t in (b"$", b"=", b"!"):
             if n < 0:
                 return i + 2
             while len(self.buf) < i + 2 + n + 2:
                 self._fill()
             return i + 2 + n + 2
-        if t == b"*":
+        if t in (b"*", b"~", b"%", b"|", b">"):
             p = i + 2
-            for _ in range(max(n, 0)):
+            for _ in range(max(n, 0) * (2 if t in (b"%", b"|") else 1)):
                 p = self._value_end(p)
             return p
         raise ValueError("bad reply %r" % self.buf[pos:pos + 40])
@@ -97,19 +102,24 @@ def parse(b):
 def _parse(b, pos):
     i = b.index(b"\r\n", pos)
     t, body = b[pos:pos + 1], b[pos + 1:i]
-    if t == b"+":
+    if t in (b"+", b",", b"("):
         return body, i + 2
     if t == b"-":
         return Exception(body.decode(errors="replace")), i + 2
     if t == b":":
         return int(body), i + 2
+    if t == b"#":
+        return int(body == b"t"), i + 2
+    if t == b"_":
+        return None, i + 2
     n = int(body)
-    if t == b"$":
-        return (None, i + 2) if n < 0 else (b[i + 2:i + 2 + n], i + 2 + n + 2)
+    if t in (b"$", b"="):
+        skip = 4 if t == b"=" else 0
+        return (None, i + 2) if n < 0 else (b[i + 2 + skip:i + 2 + n], i + 2 + n + 2)
     if n < 0:
         return None, i + 2
     out, p = [], i + 2
-    for _ in range(n):
+    for _ in range(2 * n if t == b"%" else n):
         v, p = _parse(b, p)
         out.append(v)
     return out, p
@@ -150,8 +160,8 @@ class Server:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
         wait_port(self.port, self.proc, kind)
 
-    def conn(self, timeout=120.0):
-        return Conn(self.port, timeout)
+    def conn(self, timeout=120.0, resp=2):
+        return Conn(self.port, timeout, resp)
 
     def alive(self):
         return self.proc.poll() is None

@@ -5,9 +5,11 @@ for byte.
 Each case is a list of commands sent, in order, on one connection to each server (both start
 empty and each case uses its own keys). Every reply must be identical. On a mismatch it prints
 the case, the command and both replies. Scripts may use keys they do not declare, as in Redis
-standalone (the "undeclared keys" case).
+standalone (the "undeclared keys" case). With --resp3 every connection opens with HELLO 3, so
+each script's reply is compared in RESP3 (the caller's protocol) while the script itself starts
+in RESP2 and may switch with redis.setresp(3).
 
-    scripting_diff.py RLIMITD_BINARY"""
+    scripting_diff.py RLIMITD_BINARY [--resp3]"""
 import hashlib
 import os
 import random
@@ -278,6 +280,97 @@ CASES = {
     "WRONGTYPE from inside a script": [
         ev("redis.call('set',KEYS[1],'str') return redis.call('incr',KEYS[1])", ["w:1"]),
         ev("return redis.pcall('incr',KEYS[1])", ["w:1"])],
+    # ---- RESP3 (redis.setresp), both ways ----
+    "setresp": [ev("return redis.setresp(3)"), ev("return redis.setresp(1)"),
+                ev("return redis.setresp('3')"), ev("return redis.setresp('x')"),
+                ev("return redis.setresp(2.9)"), ev("return redis.setresp(3.9)"),
+                ev("return redis.setresp(2, 3)"), ev("return redis.setresp(1e300)"),
+                ev("return {pcall(redis.setresp, 7)}"),
+                ev("local ok, e = pcall(redis.setresp, 7) return {tostring(ok), e.err}"),
+                # each script starts in RESP2 again
+                ev("redis.setresp(3) return type(redis.call('get', KEYS[1]))", ["r3:none"]),
+                ev("return type(redis.call('get', KEYS[1]))", ["r3:none"])],
+    "RESP3 replies to Lua": [
+        ["HSET", "r3:h", "a", "1", "b", "2", "c", "3"],
+        ["ZADD", "r3:z", "1.5", "a", "2", "b", "0.1", "c", "-inf", "d"],
+        ev("redis.setresp(3) return redis.call('hgetall', KEYS[1])", ["r3:h"]),
+        ev("redis.setresp(2) return redis.call('hgetall', KEYS[1])", ["r3:h"]),
+        # a map that grows the Lua table through several sizes: lua_next's order then
+        # depends on how the table was built, which must be as Redis builds it
+        ev("for i = 1, 60 do redis.call('hset', KEYS[1], 'f' .. i, i) end "
+           "redis.setresp(3) return redis.call('hgetall', KEYS[1])", ["r3:big"]),
+        ev("redis.setresp(3) return redis.call('hgetall', KEYS[1])", ["r3:none"]),
+        ev("redis.setresp(3) local r = redis.call('hgetall', KEYS[1]) "
+           "return {type(r), type(r.map), r.map.a, r.map.b, r.map.c, #r}", ["r3:h"]),
+        ev("redis.setresp(3) return redis.call('zscore', KEYS[1], 'a')", ["r3:z"]),
+        ev("redis.setresp(3) local r = redis.call('zscore', KEYS[1], 'c') "
+           "return {type(r), tostring(r.double), r.double * 10}", ["r3:z"]),
+        ev("redis.setresp(3) return redis.call('zrange', KEYS[1], 0, -1, 'withscores')",
+           ["r3:z"]),
+        ev("redis.setresp(2) return redis.call('zrange', KEYS[1], 0, -1, 'withscores')",
+           ["r3:z"]),
+        ev("redis.setresp(3) local r = redis.call('zrange', KEYS[1], 0, 0, 'withscores') "
+           "return {#r, #r[1], r[1][1], tostring(r[1][2].double)}", ["r3:z"]),
+        ev("redis.setresp(3) return redis.call('zmscore', KEYS[1], 'a', 'x', 'd')", ["r3:z"]),
+        ev("redis.setresp(3) return redis.call('zrandmember', KEYS[1], -3, 'withscores')",
+           ["r3:one"]),
+        ev("redis.setresp(3) return redis.call('get', KEYS[1])", ["r3:none"]),
+        ev("redis.setresp(3) return {redis.call('get', KEYS[1]), 'after'}", ["r3:none"]),
+        ev("redis.setresp(3) return {1, redis.call('zscore', KEYS[1], 'x'), 2}", ["r3:z"]),
+        ev("redis.setresp(3) return type(redis.call('lpop', KEYS[1], 3))", ["r3:none"]),
+        ev("redis.setresp(3) return redis.call('set', KEYS[1], 'v')", ["r3:s"]),
+        ev("redis.setresp(3) return redis.call('incrbyfloat', KEYS[1], '1.5')", ["r3:f"]),
+        ev("redis.setresp(3) return redis.call('hincrbyfloat', KEYS[1], 'a', '0.5')", ["r3:h"]),
+        ev("redis.setresp(3) return redis.call('zincrby', KEYS[1], '1', 'a')", ["r3:z"]),
+        ev("redis.setresp(3) return redis.call('zpopmax', KEYS[1])", ["r3:z"]),
+        ev("redis.setresp(3) return redis.call('zpopmin', KEYS[1], 2)", ["r3:z"]),
+        # (not COMMAND INFO returned whole: its sets of statuses become tables keyed by
+        # tables, whose order is their addresses', different on every server)
+        ev("redis.setresp(3) local r = redis.call('command', 'info', 'set')[1] "
+           "return {type(r[3].set), r[3].set.write, r[3].set.denyoom, type(r[9].set)}"),
+        ev("redis.setresp(3) local r = redis.call('info', 'keyspace') "
+           "return {type(r.verbatim_string), r.verbatim_string.format, "
+           "type(r.verbatim_string.string)}"),
+        ev("redis.setresp(3) return redis.pcall('hgetall', KEYS[1])", ["r3:s"]),
+        ev("redis.setresp(3) return redis.call('hgetall', KEYS[1])", ["r3:s"])],
+    "typed tables to replies": [
+        ev("return {double=1.5}"), ev("return {double=0.1}"), ev("return {double=3}"),
+        ev("return {double=-0.0}"), ev("return {double=1/0}"), ev("return {double=-1/0}"),
+        ev("return {double=1e300}"), ev("return {double=2^-1074}"),
+        ev("return {double='1.5'}"), ev("return {double={}}"),
+        ev("return {big_number='123456789012345678901234567890'}"),
+        ev("return {big_number='-1'}"), ev("return {big_number='1\r\n2'}"),
+        ev("return {big_number=5}"), ev("return {big_number=''}"),
+        ev("return {verbatim_string={format='txt', string='hello\r\nworld'}}"),
+        ev("return {verbatim_string={format='mkd', string=''}}"),
+        ev("return {verbatim_string={format='x', string='s'}}"),
+        ev("return {verbatim_string={format='toolong', string='s'}}"),
+        ev("return {verbatim_string={format='txt'}}"),
+        ev("return {verbatim_string={string='s'}}"),
+        ev("return {verbatim_string={format=1, string='s'}}"),
+        ev("return {verbatim_string='s'}"),
+        ev("return {map={a=1}}"), ev("return {map={}}"),
+        ev("return {map={a={1, 2}, b={map={c='d'}}, e={set={f=true}}}}"),
+        ev("return {map={[1]='one', [2.5]='x'}}"),
+        ev("return {map={a=true, b=false}}"),
+        ev("return {map={k={double=2.5}}}"),
+        ev("return {map=5}"),
+        ev("return {set={a=true, b=true, c=false}}"), ev("return {set={}}"),
+        ev("return {set={[1]=true, [2]=true}}"), ev("return {set={x=1}}"),
+        ev("local t = {} for i = 1, 50 do t['k' .. i] = i end return {map=t}"),
+        ev("local t = {} for i = 1, 50 do t['m' .. i] = true end return {set=t}"),
+        # precedence: err, ok, double, big_number, verbatim_string, map, set, then an array
+        ev("return {err='E x', map={}}"), ev("return {ok='fine', double=1}"),
+        ev("return {double=1, big_number='2'}"), ev("return {big_number='2', map={}}"),
+        ev("return {map={a=1}, set={b=true}}"), ev("return {set={b=true}, 7}"),
+        ev("return {map={a=1}, 1, 2}"), ev("return {1, {double=2.5}, {map={}}}")],
+    "booleans by setresp": [
+        ev("return true"), ev("return false"), ev("return {true, false, 1}"),
+        ev("redis.setresp(3) return true"), ev("redis.setresp(3) return false"),
+        ev("redis.setresp(3) return {true, false, 1}"),
+        ev("redis.setresp(3) redis.setresp(2) return {true, false}"),
+        ev("redis.setresp(3) return {map={a=false}, set={}}"),
+        ev("return {map={a=false}}")],
     # ---- the redis library ----
     "redis library": [ev("return redis.sha1hex('')"), ev("return redis.sha1hex('abc')"),
                       ev("return redis.sha1hex(1)"), ev("return redis.sha1hex()"),
@@ -776,7 +869,8 @@ def short(cmd):
 
 
 def main():
-    if len(sys.argv) != 2:
+    resp = 3 if "--resp3" in sys.argv[2:] else 2
+    if len(sys.argv) != 2 + (resp == 3):
         print(__doc__)
         return 2
     sys.setrecursionlimit(20000)  # a reply may nest 1000 deep
@@ -789,7 +883,7 @@ def main():
     total = 0
     try:
         for name, cmds in CASES.items():
-            a, b = rl.conn(), rd.conn()
+            a, b = rl.conn(resp=resp), rd.conn(resp=resp)
             for cmd in cmds:
                 total += 1
                 ra, rb = a.call(*cmd), b.call(*cmd)
@@ -801,7 +895,8 @@ def main():
             b.close()
     finally:
         failed += stop_pair(rl, rd)
-    print("scripting_diff: %d commands in %d cases, %d differ" % (total, len(CASES), failed))
+    print("scripting_diff: %d commands in %d cases, RESP%d, %d differ"
+          % (total, len(CASES), resp, failed))
     return 1 if failed else 0
 
 

@@ -171,6 +171,18 @@ static const struct {
     {"slowlog-max-len", "128"},
     {"limiter-top-size", "1000"},
     {"metrics-port", "0"},
+    {"hash-max-listpack-entries", "512"},
+    {"hash-max-ziplist-entries", "512"},
+    {"hash-max-listpack-value", "64"},
+    {"hash-max-ziplist-value", "64"},
+    {"zset-max-listpack-entries", "128"},
+    {"zset-max-ziplist-entries", "128"},
+    {"zset-max-listpack-value", "64"},
+    {"zset-max-ziplist-value", "64"},
+    {"list-max-listpack-size", "-2"},
+    {"list-max-ziplist-size", "-2"},
+    {"list-compress-depth", "0"},
+    {"set-max-intset-entries", "512"},
     {"save", ""},
     {"appendonly", "no"},
     {"databases", "1"},
@@ -973,7 +985,10 @@ Test(conf, config_get_matches_globs_case_insensitively_in_table_order)
         {"port", "port"},
         {"PORT", "port"},
         {"*max*", "maxclients maxmemory window-max-count proto-max-bulk-len proto-max-args "
-                  "slowlog-max-len"},
+                  "slowlog-max-len hash-max-listpack-entries hash-max-ziplist-entries "
+                  "hash-max-listpack-value hash-max-ziplist-value zset-max-listpack-entries "
+                  "zset-max-ziplist-entries zset-max-listpack-value zset-max-ziplist-value "
+                  "list-max-listpack-size list-max-ziplist-size set-max-intset-entries"},
         {"save", "save"},
         {"save*", "save-interval save"},
         {"appendonly", "appendonly"},
@@ -986,7 +1001,7 @@ Test(conf, config_get_matches_globs_case_insensitively_in_table_order)
     conf_init(&c);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct got g = {0};
-        char names[512] = "";
+        char names[1024] = "";
         conf_get(&c, cases[i].pattern, collect, &g);
         for (int j = 0; j < g.n; j++)
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", j ? " " : "",

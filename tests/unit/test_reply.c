@@ -1,6 +1,6 @@
-/* test_reply.c - RESP2 reply formatting (reply.h): the exact bytes of every reply type, integers
- * at the ends of int64, CR/LF inside an error made harmless, and a buffer that grows across many
- * replies without losing bytes. */
+/* test_reply.c - reply formatting (reply.h): the exact bytes of every reply type in RESP2 and
+ * RESP3, integers at the ends of int64, CR/LF inside an error made harmless, and a buffer that
+ * grows across many replies without losing bytes. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +40,57 @@ Test(reply, every_type_exactly)
     cr_assert_str_eq(text(&b), "+OK\r\n+PONG\r\n-ERR syntax error\r\n:0\r\n:1\r\n:-1\r\n:42\r\n"
                                "$2\r\nab\r\n$0\r\n\r\n$5\r\nhello\r\n$3\r\n-17\r\n$-1\r\n*3\r\n"
                                "*0\r\n*-1\r\n");
+    rbuf_free(&b);
+}
+
+/* The replies whose bytes depend on the protocol, written once into a buffer in each. */
+static void typed_replies(struct rbuf *b)
+{
+    reply_nil(b);
+    reply_null_array(b);
+    reply_map(b, 2);
+    reply_set(b, 3);
+    reply_push(b, 3);
+    reply_double(b, 1.5);
+    reply_double(b, 0.1);
+    reply_double(b, -1.0 / 0.0);
+    reply_double(b, 1.0 / 0.0);
+    reply_double(b, 3);
+    reply_double_text(b, "2.5", 3);
+    reply_bool(b, 1);
+    reply_bool(b, 0);
+    reply_verbatim(b, "txt", "a\r\nb", 4);
+    reply_verbatim(b, "x", "", 0); /* a short format is padded with spaces, as Redis does */
+    reply_bignum(b, "12\r\n3", 5);
+    reply_pairs(b, 2);
+    reply_pair(b);
+    reply_array(b, 1);
+}
+
+Test(reply, resp2_and_resp3_differ_exactly_where_redis_differs)
+{
+    struct rbuf b;
+    rbuf_init(&b);
+    cr_assert_eq(b.resp, 0); /* a new buffer writes RESP2 */
+    typed_replies(&b);
+    cr_assert_str_eq(text(&b), "$-1\r\n*-1\r\n*4\r\n*3\r\n*3\r\n$3\r\n1.5\r\n"
+                               "$19\r\n0.10000000000000001\r\n"
+                               "$4\r\n-inf\r\n$3\r\ninf\r\n$1\r\n3\r\n$3\r\n2.5\r\n:1\r\n:0\r\n"
+                               "$4\r\na\r\nb\r\n$0\r\n\r\n$5\r\n12  3\r\n*4\r\n*1\r\n");
+    b.len = 0;
+    b.resp = 3;
+    typed_replies(&b);
+    cr_assert_str_eq(text(&b), "_\r\n_\r\n%2\r\n~3\r\n>3\r\n,1.5\r\n,0.10000000000000001\r\n"
+                               ",-inf\r\n,inf\r\n,3\r\n,2.5\r\n#t\r\n#f\r\n=8\r\ntxt:a\r\nb\r\n"
+                               "=4\r\nx  :\r\n(12  3\r\n*2\r\n*2\r\n*1\r\n");
+    /* The RESP2-only shapes do not change with the protocol. */
+    b.len = 0;
+    reply_ok(&b);
+    reply_int(&b, 7);
+    reply_bulk(&b, "v", 1);
+    reply_array(&b, 2);
+    reply_error(&b, "ERR x");
+    cr_assert_str_eq(text(&b), "+OK\r\n:7\r\n$1\r\nv\r\n*2\r\n-ERR x\r\n");
     rbuf_free(&b);
 }
 
