@@ -14,6 +14,9 @@
 #define WAIT_ERR_NEGATIVE "timeout is negative"
 #define WAIT_ERR_RANGE "timeout is out of range"
 #define WAIT_ERR_NOT_INT "timeout is not an integer or out of range"
+/* Until waiting is built, a well-formed WAIT is refused with this (after "ERR ") rather than
+ * answered as if the caller had not asked to wait. */
+#define WAIT_ERR_UNSUPPORTED "WAIT is not supported yet"
 
 /* Whether the word is WAIT (any case; the bytes need not be NUL terminated). */
 int wait_is_option(const char *s, size_t len);

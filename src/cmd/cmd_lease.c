@@ -5,6 +5,7 @@
 
 #include "rlimitd/lease.h"
 #include "rlimitd/util.h"
+#include "rlimitd/wait.h"
 
 #define NS_PER_MS 1000000LL
 
@@ -29,6 +30,10 @@ static void cmd_lease_acquire(struct cmd_ctx *x)
     const char *err;
     if (lease_acquire_parse(x->argc, (const char *const *)x->argv, x->lens, &a, &err) != 0) {
         reply_errorf(x->out, "ERR %s", err);
+        return;
+    }
+    if (a.has_wait) {
+        reply_error(x->out, "ERR " WAIT_ERR_UNSUPPORTED);
         return;
     }
     struct ks_lease_out o;

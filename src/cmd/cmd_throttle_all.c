@@ -5,6 +5,7 @@
 #include "cmd_internal.h"
 
 #include "rlimitd/throttle_all.h"
+#include "rlimitd/wait.h"
 
 /* The reply: limited, the first refusing limit's index, retry_after, then each limit's five
  * integers as CL.THROTTLE answers them. */
@@ -32,6 +33,10 @@ static void cmd_throttle_all(struct cmd_ctx *x)
     if (throttle_all_parse(x->argc, (const char *const *)x->argv, x->lens, &req, err,
                            sizeof err) != 0) {
         reply_errorf(x->out, "ERR %s", err);
+        return;
+    }
+    if (req.has_wait) {
+        reply_error(x->out, "ERR " WAIT_ERR_UNSUPPORTED);
         return;
     }
     /* The dispatcher's count of keys is the same rule as the parser's (cmd_run.c key_span). */

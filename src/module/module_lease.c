@@ -11,6 +11,7 @@
 
 #include "rlimitd/lease.h"
 #include "rlimitd/util.h"
+#include "rlimitd/wait.h"
 
 #define NS_PER_MS 1000000LL
 
@@ -44,6 +45,8 @@ int rl_cmd_lease_acquire(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
     const char *err;
     if (lease_acquire_parse(argc, p, len, &a, &err) != 0)
         return rl_reply_err(ctx, err);
+    if (a.has_wait)
+        return rl_reply_err(ctx, WAIT_ERR_UNSUPPORTED);
     const struct lease_set *s;
     RedisModuleKey *key = open_leases(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &s);
     if (key == NULL)

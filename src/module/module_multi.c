@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "rlimitd/throttle_all.h"
+#include "rlimitd/wait.h"
 
 /* More arguments than any valid call has (2 + 32 keys + 32 LIMITs of 5 + WAIT n): the argument
  * arrays live on the stack up to this, in an allocation beyond (an invalid call, answered with
@@ -46,6 +47,10 @@ static int parse(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
     if (p != stack_p) {
         RedisModule_Free(p);
         RedisModule_Free(len);
+    }
+    if (rc == 0 && req->has_wait) {
+        rl_reply_err(ctx, WAIT_ERR_UNSUPPORTED);
+        return -1;
     }
     if (rc != 0)
         rl_reply_err(ctx, err);
