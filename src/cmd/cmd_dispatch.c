@@ -2,7 +2,8 @@
  *
  * cmd_execute is the single door between a parsed request and the keyspace. In order it: reads
  * the clock once, finds the command (case-insensitive, cmd_table.c), checks arity, checks AUTH,
- * queues the command if the session is inside MULTI (cmd_tx.c), and runs it (cmd_run.c):
+ * applies the maxmemory gate (oom_refused below), queues the command if the session is inside
+ * MULTI (cmd_tx.c), and runs it (cmd_run.c):
  * hashes the command's keys, locks their shards in ascending order, runs the handler, unlocks,
  * and counts the call for INFO (DESIGN.md). */
 #include "cmd_internal.h"
