@@ -46,6 +46,19 @@ static const struct {
     {"save", {"", "", ""}},
     {"appendonly", {"no", "no", "no"}},
     {"databases", {"1", "1", "1"}},
+    /* Redis's encoding tunables: accepted and reported, read by nothing in rlimitd yet. */
+    {"hash-max-listpack-entries", {"512", "0", "1000"}},
+    {"hash-max-ziplist-entries", {"512", "16", "1000"}},
+    {"hash-max-listpack-value", {"64", "0", "1kb"}},
+    {"hash-max-ziplist-value", {"64", "16", "1kb"}},
+    {"zset-max-listpack-entries", {"128", "0", "1000"}},
+    {"zset-max-ziplist-entries", {"128", "16", "1000"}},
+    {"zset-max-listpack-value", {"64", "0", "1kb"}},
+    {"zset-max-ziplist-value", {"64", "16", "1kb"}},
+    {"list-max-listpack-size", {"-2", "-5", "128"}},
+    {"list-max-ziplist-size", {"-2", "-1", "128"}},
+    {"list-compress-depth", {"0", "1", "0"}},
+    {"set-max-intset-entries", {"512", "0", "10000"}},
 };
 #define NLIVE (sizeof live / sizeof live[0])
 
