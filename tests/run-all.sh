@@ -88,7 +88,7 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 
 # ThreadSanitizer. Only the daemon is built with it: Criterion's test runner cannot start under
 # TSan (its shared arena mapping fails), and the daemon is what runs the threads. build-ci's
-# it_config_race drives it; TSan writes its reports to files (log_path), so they are found even
+# it_config_race and it_concurrency (50 clients on 2 threads, issue 31) drive it; TSan writes its reports to files (log_path), so they are found even
 # when halt_on_error stops the daemon before the test prints its log.
 tsan_result="skipped (no build-ci/tests/integration/it_config_race)"
 if [[ -x build-ci/tests/integration/it_config_race ]]; then
@@ -104,11 +104,15 @@ if [[ -x build-ci/tests/integration/it_config_race ]]; then
             TSAN_OPTIONS="halt_on_error=1:log_path=$tsan_reports/report" \
             RLIMITD_BIN=$root/build-tsan/rlimitd RLIMITD_SOURCE_ROOT=$root \
             timeout 600 build-ci/tests/integration/it_config_race --jobs=1 </dev/null 2>&1 |
+            tee -a build-tsan/tsan.log &&
+            TSAN_OPTIONS="halt_on_error=1:log_path=$tsan_reports/report" \
+            RLIMITD_BIN=$root/build-tsan/rlimitd RLIMITD_SOURCE_ROOT=$root \
+            timeout 600 build-ci/tests/integration/it_concurrency --jobs=1 </dev/null 2>&1 |
             tee -a build-tsan/tsan.log; then
             tsan_result=passed
         else
             tsan_result=FAILED
-            failures+=("build-tsan: it_config_race failed (build-tsan/tsan.log)")
+            failures+=("build-tsan: it_config_race or it_concurrency failed (build-tsan/tsan.log)")
         fi
         reports=$(cat "$tsan_reports"/report* build-tsan/tsan.log 2>/dev/null |
             grep -c 'WARNING: ThreadSanitizer' || true)
