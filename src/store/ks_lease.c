@@ -45,9 +45,7 @@ int ks_lease_acquire(struct keyspace *ks, const struct ks_key *key, int64_t now,
     struct shard *sh = shard_of(ks, key);
     int purged;
     int64_t i = open_set(ks, sh, key, now, &purged);
-    out->id = 0;
-    out->done = 0;
-    out->next_free = 0;
+    *out = (struct ks_lease_out){0};
     if (i == -2)
         return KS_WRONGTYPE;
     struct lease_set *s;
@@ -89,10 +87,7 @@ int ks_lease_release(struct keyspace *ks, const struct ks_key *key, int64_t now,
     struct shard *sh = shard_of(ks, key);
     int purged;
     int64_t i = open_set(ks, sh, key, now, &purged);
-    out->id = 0;
-    out->done = 0;
-    out->count = 0;
-    out->next_free = 0;
+    *out = (struct ks_lease_out){0};
     if (i == -2)
         return KS_WRONGTYPE;
     if (i < 0)
@@ -115,10 +110,7 @@ int ks_lease_renew(struct keyspace *ks, const struct ks_key *key, int64_t now, i
     struct shard *sh = shard_of(ks, key);
     int purged;
     int64_t i = open_set(ks, sh, key, now, &purged);
-    out->id = 0;
-    out->done = 0;
-    out->count = 0;
-    out->next_free = 0;
+    *out = (struct ks_lease_out){0};
     if (i == -2)
         return KS_WRONGTYPE;
     if (i < 0)
