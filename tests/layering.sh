@@ -28,7 +28,7 @@ declare -A HEADER_LAYER=(
     [keyspace]=store [zset]=store [hashval]=store [listval]=store [hash]=base
     [resp]=proto [reply]=proto
     [script]=script
-    [cmd]=cmd
+    [cmd]=cmd [waiters]=cmd
     [snap]=persist [persist]=persist
     [server]=net [busypoll]=net [notify]=net
     [redismodule_api]=module

@@ -16,12 +16,15 @@
 
 struct rbuf;
 struct multi;
+struct waiter;
+struct wait_home;
 
 /* Session flags */
 #define SESSION_CLOSE_AFTER_REPLY 1u /* QUIT, protocol error, CLIENT KILL of self */
 #define SESSION_IN_MULTI 2u
 #define SESSION_MULTI_DIRTY 4u       /* a command was refused while queueing: EXEC aborts */
 #define SESSION_MULTI_DENYOOM 8u     /* a queued command may grow memory: EXEC obeys maxmemory */
+#define SESSION_BLOCKED 16u          /* a request waits for capacity (WAIT): CLIENT LIST flags=b */
 
 /* Per-connection state the commands read and change. Owned by the connection (client.c). */
 struct session {
@@ -48,6 +51,12 @@ struct session {
      * cmd_execute copies it into the reply buffer before each command (reply.h); CLIENT LIST
      * reads it from other threads, hence the atomic accesses. */
     unsigned char resp;
+    /* WAIT (rlimitd/waiters.h): the connection's thread's home, set by the network layer (NULL:
+     * this session never blocks); the parked request while it waits; wait_off, set for the run
+     * at its timeout, makes it answer as without WAIT. */
+    unsigned char wait_off;
+    struct wait_home *wait_home;
+    struct waiter *waiter;
 };
 
 /* Services of the layers above, provided by the network layer (src/net/hooks.c). Any may be

@@ -24,6 +24,7 @@
 #include "rlimitd/clock.h"
 #include "rlimitd/script.h"
 #include "rlimitd/util.h"
+#include "rlimitd/waiters.h"
 #include "rlimitd_version.h"
 
 
@@ -265,7 +266,7 @@ static void sec_clients(struct info *in)
     add(in->b, "connected_clients:%" PRIu64, clients);
     add(in->b, "cluster_connections:0");
     add(in->b, "maxclients:%" PRId64, maxclients);
-    add(in->b, "blocked_clients:0");
+    add(in->b, "blocked_clients:%" PRId64, wait_count());
     add(in->b, "tracking_clients:0");
 }
 

@@ -5,7 +5,7 @@
 
 #include "rlimitd/lease.h"
 #include "rlimitd/util.h"
-#include "rlimitd/wait.h"
+#include "cmd_wait.h"
 
 #define NS_PER_MS 1000000LL
 
@@ -32,14 +32,17 @@ static void cmd_lease_acquire(struct cmd_ctx *x)
         reply_errorf(x->out, "ERR %s", err);
         return;
     }
-    if (a.has_wait) {
-        reply_error(x->out, "ERR " WAIT_ERR_UNSUPPORTED);
+    int may_wait = a.has_wait && wait_may(x);
+    if (may_wait && wait_behind(x, &x->keys[0], a.wait_ms))
         return;
-    }
     struct ks_lease_out o;
     int rc = ks_lease_acquire(x->env->ks, &x->keys[0], x->now, a.limit, a.ttl_ms * NS_PER_MS,
                               &o);
     if (lease_failed(x, rc))
+        return;
+    /* Full: a slot frees itself when the earliest lease expires, or at a LEASE.RELEASE. */
+    if (o.id == 0 && may_wait &&
+        wait_park(x, &x->keys[0], a.wait_ms, o.next_free > x->now ? o.next_free - x->now : 0))
         return;
     /* near: at least 90% of the limit held after this acquire. */
     limiter_stats_count(x, LIM_LEASE, o.id != 0, o.count * 10 >= a.limit * 9);
@@ -60,6 +63,8 @@ static void cmd_lease_release(struct cmd_ctx *x)
     struct ks_lease_out o;
     if (lease_failed(x, ks_lease_release(x->env->ks, &x->keys[0], x->now, id, &o)))
         return;
+    if (o.done)
+        wait_notify(&x->keys[0]);
     reply_int(x->out, o.done);
 }
 

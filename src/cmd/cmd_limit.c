@@ -7,6 +7,8 @@
 #include "rlimitd/gcra.h"
 #include "rlimitd/gcra_redis.h"
 #include "rlimitd/isallowed.h"
+#include "rlimitd/wait.h"
+#include "cmd_wait.h"
 
 /* What both GCRA commands do with the keyspace's answer: an error reply, or the count for INFO
  * limiter (near: at most a tenth of the limit left; limit 1..9: nothing left) and the five
@@ -31,17 +33,42 @@ static void finish_gcra(struct cmd_ctx *x, enum stats_lim kind, int rc, const ch
     reply_int(x->out, r->reset_after);
 }
 
+/* WAIT timeout_ms after a GCRA command's own arguments: 0 with *argc the arguments before it, or
+ * -1 once the timeout's error is answered. */
+static int split_wait(struct cmd_ctx *x, int min_argc, int *argc, int *has, int64_t *ms)
+{
+    const char *err;
+    if (wait_split(x->argc, (const char *const *)x->argv, x->lens, min_argc, argc, has, ms,
+                   &err) != 0) {
+        reply_errorf(x->out, "ERR %s", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* A refused GCRA request given WAIT: parked rather than answered, when it may wait. */
+static int gcra_parked(struct cmd_ctx *x, int has_wait, int64_t ms, int rc,
+                       const struct gcra_result *r)
+{
+    return has_wait && rc == KS_OK && r->limited && wait_may(x) &&
+           wait_park(x, &x->keys[0], ms, r->wait_ns);
+}
+
 static void cmd_throttle(struct cmd_ctx *x)
 {
-    /* COMMANDS.md, CL.THROTTLE: arity 5 or 6 (the table says "at least 5"). */
-    if (x->argc > 6) {
+    int argc, has_wait;
+    int64_t wait_ms;
+    if (split_wait(x, 5, &argc, &has_wait, &wait_ms) != 0)
+        return;
+    /* COMMANDS.md, CL.THROTTLE: arity 5 or 6 (the table says "at least 5"), WAIT aside. */
+    if (argc > 6) {
         reply_error(x->out, "ERR wrong number of arguments for 'cl.throttle' command");
         return;
     }
     int64_t burst, count, period, quantity = 1;
     if (arg_i64(x, 2, &burst) || arg_i64(x, 3, &count) || arg_i64(x, 4, &period))
         return;
-    if (x->argc == 6 && arg_i64(x, 5, &quantity))
+    if (argc == 6 && arg_i64(x, 5, &quantity))
         return;
 
     struct gcra_limits l;
@@ -50,8 +77,12 @@ static void cmd_throttle(struct cmd_ctx *x)
         reply_errorf(x->out, "ERR %s", err);
         return;
     }
+    if (has_wait && wait_may(x) && wait_behind(x, &x->keys[0], wait_ms))
+        return;
     struct gcra_result r;
     int rc = ks_gcra_apply(x->env->ks, &x->keys[0], x->now, &l, &r, &err);
+    if (gcra_parked(x, has_wait, wait_ms, rc, &r))
+        return;
     finish_gcra(x, LIM_THROTTLE, rc, err, &r);
 }
 
@@ -59,14 +90,22 @@ static void cmd_throttle(struct cmd_ctx *x)
  * (arguments, then the key's type, then overflow), so every error is the one Redis gives. */
 static void cmd_gcra(struct cmd_ctx *x)
 {
+    int argc, has_wait;
+    int64_t wait_ms;
+    if (split_wait(x, GCRA_REDIS_MIN_ARGC, &argc, &has_wait, &wait_ms) != 0)
+        return;
     struct gcra_redis_args a;
     const char *err;
-    if (gcra_redis_parse(x->argc, (const char *const *)x->argv, x->lens, &a, &err) != 0) {
+    if (gcra_redis_parse(argc, (const char *const *)x->argv, x->lens, &a, &err) != 0) {
         reply_errorf(x->out, "ERR %s", err);
         return;
     }
+    if (has_wait && wait_may(x) && wait_behind(x, &x->keys[0], wait_ms))
+        return;
     struct gcra_result r;
     int rc = ks_gcra_redis_apply(x->env->ks, &x->keys[0], x->now, &a, &r, &err);
+    if (gcra_parked(x, has_wait, wait_ms, rc, &r))
+        return;
     finish_gcra(x, LIM_GCRA, rc, err, &r);
 }
 

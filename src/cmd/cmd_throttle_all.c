@@ -5,7 +5,7 @@
 #include "cmd_internal.h"
 
 #include "rlimitd/throttle_all.h"
-#include "rlimitd/wait.h"
+#include "cmd_wait.h"
 
 /* The reply: limited, the first refusing limit's index, retry_after, then each limit's five
  * integers as CL.THROTTLE answers them. */
@@ -35,15 +35,15 @@ static void cmd_throttle_all(struct cmd_ctx *x)
         reply_errorf(x->out, "ERR %s", err);
         return;
     }
-    if (req.has_wait) {
-        reply_error(x->out, "ERR " WAIT_ERR_UNSUPPORTED);
-        return;
-    }
     /* The dispatcher's count of keys is the same rule as the parser's (cmd_run.c key_span). */
     if (x->nkeys != req.n) {
         reply_error(x->out, "ERR Number of keys can't be greater than number of args");
         return;
     }
+    /* A waiting THROTTLE.ALL queues on its first key (COMMANDS.md, "Waiting for capacity"). */
+    int may_wait = req.has_wait && wait_may(x);
+    if (may_wait && wait_behind(x, &x->keys[0], req.wait_ms))
+        return;
     int has[THROTTLE_ALL_MAX_KEYS];
     int64_t tat[THROTTLE_ALL_MAX_KEYS];
     for (int i = 0; i < req.n; i++) {
@@ -61,6 +61,8 @@ static void cmd_throttle_all(struct cmd_ctx *x)
         reply_errorf(x->out, "ERR limit %d: %s", bad, why);
         return;
     }
+    if (res.limited && may_wait && wait_park(x, &x->keys[0], req.wait_ms, res.wait_ns))
+        return;
     int near = 0;
     if (!res.limited) {
         /* All or nothing under maxmemory too: asked once, before the first write. */

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "client_start.h"
 #include "rlimitd/alloc.h"
 
 /* New connections taken per serve and listener: the rest wait in the backlog for the next. */

@@ -12,6 +12,7 @@
 
 #include "rlimitd/clock.h"
 #include "rlimitd/log.h"
+#include "blocked.h"
 #include "client.h"
 #include "client_info.h"
 
@@ -45,7 +46,7 @@ static size_t published_output_memory(const struct client *c);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
-static void start_reading(struct client *c)
+void client_start_reading(struct client *c)
 {
     if (!c->reading && uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
         c->reading = 1;
@@ -112,6 +113,7 @@ void client_close(struct client *c)
     if (c->state == CLIENT_CLOSING)
         return;
     c->state = CLIENT_CLOSING;
+    blocked_forget(c); /* its request waits no more: the next in its queue goes */
     stop_reading(c);
     if (c->ready)
         ready_remove(c); /* the struct is freed before the list is walked again */
@@ -617,6 +619,8 @@ static void process(struct client *c)
         c->thread->running = c; /* a busy script's serve leaves its input and replies alone */
         cmd_execute(net->env, &c->session, cmd.argc, cmd.argv, cmd.lens, &c->out);
         c->thread->running = NULL;
+        if (blocked_park(c, cmd.argc, cmd.argv, cmd.lens))
+            break; /* the commands behind it wait (blocked.c) */
         if (c->session.flags & SESSION_CLOSE_AFTER_REPLY)
             client_close_after_flush(c);
         else if (atomic_load_explicit(&c->kill, memory_order_relaxed))
@@ -634,8 +638,14 @@ static void process(struct client *c)
     client_queue_flush(c);
     /* Reading again after a pause: resume_if_drained, once the replies are with the kernel;
      * after a slice: on_ready, once the buffered commands have run. */
-    if (c->state == CLIENT_ACTIVE && !c->reading && !c->ready)
-        start_reading(c);
+    if ((c->state == CLIENT_ACTIVE || c->state == CLIENT_BLOCKED) && !c->reading && !c->ready)
+        client_start_reading(c);
+}
+
+/* blocked.c's resume: the waiting request has been answered, the commands behind it run. */
+static void resume_unblocked(struct client *c)
+{
+    process(c);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -677,6 +687,7 @@ struct resp_limits client_limits(struct net_shared *net)
 
 void client_thread_init(struct io_thread *t)
 {
+    blocked_thread_init(t, resume_unblocked);
     struct resp_limits lim = client_limits(t->net);
     resp_shared_init(&t->resp, &lim);
     rbuf_init(&t->spare_out);
@@ -704,6 +715,7 @@ void client_thread_config(struct io_thread *t)
 
 void client_thread_close_handles(struct io_thread *t)
 {
+    blocked_thread_close(t);
     uv_close((uv_handle_t *)&t->flush_check, NULL);
     uv_close((uv_handle_t *)&t->flush_prepare, NULL);
     uv_close((uv_handle_t *)&t->ready_idle, NULL);
@@ -713,87 +725,4 @@ void client_thread_deinit(struct io_thread *t)
 {
     resp_shared_deinit(&t->resp);
     rbuf_free(&t->spare_out);
-}
-
-void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix)
-{
-    struct client *c = xcalloc(1, sizeof(*c));
-    c->thread = t;
-    c->h.handle.data = c;
-    if (is_unix)
-        uv_pipe_init(&t->loop, &c->h.pipe, 0);
-    else
-        uv_tcp_init(&t->loop, &c->h.tcp);
-    if (uv_accept(listener, &c->h.stream) != 0) {
-        uv_close(&c->h.handle, (uv_close_cb)free);
-        return;
-    }
-    client_start(c, is_unix);
-}
-
-void client_start(struct client *c, int is_unix)
-{
-    struct io_thread *t = c->thread;
-    struct net_shared *net = t->net;
-    rbuf_init(&c->out);
-    session_init(&c->session, atomic_fetch_add(&net->next_client_id, 1) + 1, &t->stats);
-    c->session.authed = !atomic_load(&net->env->auth_required);
-    resp_init(&c->resp, &t->resp);
-    uv_fileno(&c->h.handle, &c->fd);
-    c->is_unix = (unsigned char)is_unix;
-
-    if (is_unix) {
-        /* Every unix client of a thread has the same address: formatted once. */
-        if (t->unix_addr[0] == '\0') {
-            char path[sizeof(t->unix_addr) - 2];
-            size_t len = sizeof(path);
-            if (uv_pipe_getsockname(&c->h.pipe, path, &len) != 0)
-                path[0] = '\0';
-            snprintf(t->unix_addr, sizeof(t->unix_addr), "%s:0", path);
-        }
-        c->addr = t->unix_addr;
-    } else {
-        struct sockaddr_storage ss;
-        int len = sizeof(ss);
-        c->addr_buf[0] = '\0';
-        if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0)
-            client_format_addr(&ss, c->addr_buf, sizeof(c->addr_buf));
-        c->addr = c->addr_buf;
-        uv_tcp_nodelay(&c->h.tcp, 1);
-        int64_t ka = __atomic_load_n(&net->conf->tcp_keepalive, __ATOMIC_RELAXED);
-        if (ka > 0)
-            uv_tcp_keepalive(&c->h.tcp, 1, (unsigned)ka);
-    }
-    c->session.peer = c->addr;
-
-    /* Lists first, so that every exit below goes through on_close. */
-    c->tnext = t->clients;
-    if (t->clients != NULL)
-        t->clients->tprev = c;
-    t->clients = c;
-    pthread_mutex_lock(&net->lock);
-    c->gnext = net->registry;
-    if (net->registry != NULL)
-        net->registry->gprev = c;
-    net->registry = c;
-    pthread_mutex_unlock(&net->lock);
-    int64_t n = atomic_fetch_add(&net->nclients, 1) + 1;
-    stats_add(&t->stats.connections, 1);
-    client_publish(c);
-
-    int64_t maxclients = __atomic_load_n(&net->conf->maxclients, __ATOMIC_RELAXED);
-    if (n > maxclients) {
-        stats_add(&t->stats.rejected_conns, 1);
-        reply_error(&c->out, "ERR max number of clients reached");
-        c->state = CLIENT_ACTIVE;
-        client_flush(c);
-        client_close_after_flush(c);
-        return;
-    }
-    if (atomic_load(&net->stopping)) {
-        client_close(c);
-        return;
-    }
-    c->state = CLIENT_ACTIVE;
-    start_reading(c);
 }

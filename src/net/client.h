@@ -18,6 +18,7 @@
 #include "rlimitd/reply.h"
 #include "rlimitd/resp.h"
 #include "rlimitd/stats.h"
+#include "rlimitd/waiters.h"
 
 /* What all connections share, whichever thread serves them: set up by server.c before the
  * threads start. The registry (CLIENT LIST, CLIENT KILL) is the list of every open connection. */
@@ -62,6 +63,12 @@ struct io_thread {
     struct client *flush_list;
     /* The connection whose command runs now (a script may be running in it). */
     struct client *running;
+    /* Waiting for capacity (blocked.c): where other threads leave this thread's waiters whose
+     * turn may have come, the wake-up they send, and how an answered waiter's connection goes
+     * on with its commands (client.c). */
+    struct wait_home wait_home;
+    uv_async_t wait_async;
+    void (*resume)(struct client *c);
     /* Serving the other connections from inside a busy script (busy_serve.c): a parser's
      * shared part of their own (the thread's holds the running command's arguments), the
      * poll set, and a guard against serving from inside a serve. */
@@ -94,6 +101,8 @@ enum client_state {
     CLIENT_PAUSED,     /* not reading: pending output over client-output-pause-limit */
     CLIENT_DRAINING,   /* not reading: flushing the last replies, then close */
     CLIENT_CLOSING,    /* uv_close called; freed in the close callback */
+    CLIENT_BLOCKED,    /* a request waits for capacity (blocked.c): reading (to see a close),
+                        * running nothing until it is answered */
 };
 
 /* A write the kernel did not take at once: the unsent bytes, owned by the uv_write. */
@@ -119,6 +128,7 @@ struct client {
     struct resp resp;
     struct rbuf out;                 /* replies not yet handed to the kernel */
     struct client_write *inflight;   /* the pending uv_write, or NULL */
+    struct blocked *blocked;         /* the request it waits on (blocked.c), or NULL */
     struct client *tprev, *tnext;    /* thread list */
     struct client *flush_next;       /* thread's flush_list, valid while `queued` */
     struct client *ready_next;       /* thread's ready list, valid while `ready` */
@@ -154,10 +164,8 @@ void client_thread_config(struct io_thread *t);
 void client_thread_deinit(struct io_thread *t);
 /* Closes the thread's loop handles (before the loop's last run). */
 void client_thread_close_handles(struct io_thread *t);
-void client_accept(struct io_thread *t, uv_stream_t *listener, int is_unix);
-/* A connection just accepted (or opened from an accept4(2)ed descriptor, busy_serve.c) joins
- * the thread's lists and starts reading. */
-void client_start(struct client *c, int is_unix);
+/* Starts reading c's input (a no-op while it reads). */
+void client_start_reading(struct client *c);
 /* The request limits as configured now. */
 struct resp_limits client_limits(struct net_shared *net);
 /* Hands the collected replies to the kernel now. */

@@ -67,7 +67,7 @@ void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_m
                      "events=%s cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
                      (unsigned long long)s->id, c->addr, laddr, c->fd,
                      s->name != NULL ? s->name : "", (long long)age, (long long)idle,
-                     (flags & SESSION_IN_MULTI) ? "x" : "N", multi,
+                     (flags & SESSION_IN_MULTI) ? "x" : (flags & SESSION_BLOCKED) ? "b" : "N", multi,
                      atomic_load_explicit(&c->qbuf, memory_order_relaxed),
                      atomic_load_explicit(&c->qbuf_free, memory_order_relaxed), multi_mem,
                      atomic_load_explicit(&c->rbs, memory_order_relaxed),

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client_start.h"
 #include "rlimitd/log.h"
 
 #define BACKLOG 511

@@ -186,11 +186,15 @@ Test(concurrency, leases_never_above_the_limit)
     cr_expect_eq(kept, POOL, "leases kept by the clients: %d", kept);
     IT_INT(it_cmd(c, "LEASE.COUNT pool"), POOL);
     IT_NIL(it_cmd(c, "LEASE.ACQUIRE pool %d 3600000", POOL));
-    /* WAIT is reserved until waiting is built: refused, never answered as if not asked. */
-    IT_ERR_LIKE(it_cmd(c, "LEASE.ACQUIRE pool %d 3600000 WAIT 10", POOL + 1),
-                "ERR WAIT is not supported yet", NULL);
-    IT_ERR_LIKE(it_cmd(c, "THROTTLE.ALL 1 t LIMIT 1 1 1 1 WAIT 10"),
-                "ERR WAIT is not supported yet", NULL);
+    /* A full pool with WAIT: nil at the timeout, never before it (the leases last an hour). */
+    long long t0 = it_now_ms();
+    IT_NIL(it_cmd(c, "LEASE.ACQUIRE pool %d 3600000 WAIT 30", POOL));
+    cr_expect_geq(it_now_ms() - t0, 30, "answered before its timeout");
+    /* WAIT with capacity left answers at once, as without it. */
+    redisReply *all = it_cmd(c, "THROTTLE.ALL 1 t LIMIT 1 1 1 1 WAIT 0");
+    cr_expect(all->type == REDIS_REPLY_ARRAY && all->elements == 4 &&
+              all->element[0]->integer == 0, "THROTTLE.ALL with room and WAIT 0 not admitted");
+    freeReplyObject(all);
     IT_INT(it_cmd(c, "LEASE.COUNT pool"), POOL);
     redisFree(c);
     it_stop(d);
