@@ -11,6 +11,7 @@
 #include "rlimitd/clock.h"
 #include "rlimitd/isallowed.h"
 #include "rlimitd/util.h"
+#include "rlimitd/waiters.h"
 #include "cmd_shard_lock.h"
 #include "cmd_table.h"
 #include "slowlog.h"
@@ -158,6 +159,10 @@ void run_keys(struct cmd_env *env, struct session *s, int idx, int argc, char **
     if (ticks != NULL)
         *ticks = t1;
     int64_t dur_us = clock_ticks_to_us(t1 - t0);
+    /* A request parked by WAIT answered nothing: it counts (and may be logged) once, at the
+     * run that answers it, as Redis counts a blocked command. */
+    if (s != NULL && s->waiter != NULL && s->waiter->parked)
+        return;
     if (s->stats != NULL) {
         struct cmd_stats *cs = &s->stats->cmd[idx];
         stats_add(&cs->calls, 1);
