@@ -141,14 +141,15 @@ const struct cmd_def cmd_limit_table[] = {
      {.summary = "Applies a GCRA rate limit to a key and answers whether the action is allowed, "
                  "with the limit, remaining quota, retry and reset times", .since = "0.1.0",
       .group = "generic", .complexity = "O(1)",
-      .args = "key:key max_burst:integer count:integer period:integer ?quantity:integer",
+      .args = "key:key max_burst:integer count:integer period:integer ?quantity:integer "
+              "?timeout:integer=WAIT",
       .keyflags = "RW access update"}},
     {"gcra", -5, CMD_WRITE | CMD_DENYOOM | CMD_OOM_NEW_KEY_ONLY | CMD_FAST, 1, 1, 1, "write string fast", cmd_gcra,
      {.summary = "Rate limits a key with GCRA, answering whether the request is allowed, the "
                  "capacity, the remaining tokens, and retry and reset times in seconds",
       .since = "0.1.0", .group = "string", .complexity = "O(1)",
       .args = "key:key max_burst:integer tokens_per_period:integer period:double "
-              "?tokens:integer=TOKENS",
+              "?tokens:integer=TOKENS ?timeout:integer=WAIT",
       .keyflags = "RW access update"}},
     {"isallowed", 5, CMD_WRITE | CMD_DENYOOM | CMD_OOM_NEW_KEY_ONLY | CMD_FAST | CMD_KEYDERIVED, 1, 1, 1,
      "write fast", cmd_isallowed,

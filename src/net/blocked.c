@@ -59,10 +59,16 @@ static void arm(struct blocked *b)
     uv_update_time(loop);
     uint64_t now = uv_now(loop), due = b->deadline_ms != 0 ? b->deadline_ms : UINT64_MAX;
     int64_t in = b->w->retry_in_ns;
-    if (in >= 0 && in < INT64_MAX - NS_PER_MS) {
-        uint64_t ms = (uint64_t)((in + NS_PER_MS - 1) / NS_PER_MS);
-        if (now + (ms > 0 ? ms : 1) < due)
-            due = now + (ms > 0 ? ms : 1);
+    if (in >= 0 && in < INT64_MAX / 2) {
+        /* The first loop millisecond at or after the exact moment (the loop's clock is
+         * uv_hrtime's in whole ms, or a coarser reading of it that lags): a timer rounded from
+         * the loop's truncated clock instead could fire up to a millisecond early, and the
+         * request, refused again, would wait one more. At least one ms on: no timer of 0. */
+        uint64_t at = (uv_hrtime() + (uint64_t)in + NS_PER_MS - 1) / NS_PER_MS;
+        if (at <= now)
+            at = now + 1;
+        if (at < due)
+            due = at;
     }
     if (due == UINT64_MAX)
         uv_timer_stop(&b->timer);

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""wait_pacing.py - a paced client (CL.THROTTLE ... WAIT) against polling clients, side by side
+on one rlimitd (COMMANDS.md, "Waiting for capacity").
+
+W worker threads, each on its own connection, share one limit of R requests a second (burst 0)
+and each wants to send as many requests as the limit allows, for S seconds per mode:
+
+  wait         CL.THROTTLE key 0 R 1 1 WAIT 10000: the reply comes when admitted
+  poll-retry   CL.THROTTLE key 0 R 1 1; when refused, sleep retry_after (whole seconds, as
+               redis-cell's users do) and ask again
+  poll-ei      the same, sleeping one emission interval (1/R s) instead: a poller tuned to the
+               limit, as chatty as polling gets while staying near the rate
+
+Per mode: admitted requests, the rate achieved against R, commands sent per admitted request,
+server CPU time per admitted request (utime+stime of every daemon thread from /proc, so the
+cost of the refused polls is in it), and admission lateness: the gaps between consecutive
+admissions as the clients saw them, less the emission interval (p50, p99, max; a gap shorter
+than the interval, reply jitter, counts 0).
+
+Usage: bench/wait_pacing.py [--bin build/rlimitd] [--rate 200] [--workers 20] [--seconds 5]
+Needs redis-py (Debian's python3-redis). Prints one Markdown table."""
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.append("/usr/lib/python3/dist-packages")
+import redis  # noqa: E402
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def cpu_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime, stime (all threads)
+
+
+def worker(port, mode, key, rate, stop_at, out, sent):
+    r = redis.Redis(port=port)
+    ei = 1.0 / rate
+    n = 0
+    while time.monotonic() < stop_at:
+        if mode == "wait":
+            rep = r.execute_command("CL.THROTTLE", key, 0, rate, 1, 1, "WAIT", 10000)
+        else:
+            rep = r.execute_command("CL.THROTTLE", key, 0, rate, 1, 1)
+        n += 1
+        if rep[0] == 0:
+            out.append(time.monotonic())
+        elif mode == "poll-retry":
+            time.sleep(max(rep[3], 0))
+        elif mode == "poll-ei":
+            time.sleep(ei)
+    sent.append(n)
+    r.close()
+
+
+def pct(v, p):
+    if not v:
+        return 0.0
+    v = sorted(v)
+    return v[min(len(v) - 1, int(p / 100.0 * len(v)))]
+
+
+def run_mode(pid, port, mode, rate, workers, seconds):
+    key = f"bench:{mode}"
+    out, sent = [], []
+    stop_at = time.monotonic() + seconds
+    c0 = cpu_ticks(pid)
+    ths = [threading.Thread(target=worker, args=(port, mode, key, rate, stop_at, out, sent))
+           for _ in range(workers)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    cpu_s = (cpu_ticks(pid) - c0) / TICK
+    out.sort()
+    ei = 1.0 / rate
+    late = [max(0.0, (b - a) - ei) * 1000 for a, b in zip(out, out[1:])]
+    span = out[-1] - out[0] if len(out) > 1 else 0
+    achieved = (len(out) - 1) / span if span > 0 else 0
+    adm = max(len(out), 1)
+    return {
+        "mode": mode, "admitted": len(out), "rate": achieved / rate,
+        "cmds": sum(sent) / adm, "cpu_us": cpu_s * 1e6 / adm,
+        "p50": pct(late, 50), "p99": pct(late, 99), "max": max(late) if late else 0,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap.add_argument("--bin", default=os.path.join(root, "build", "rlimitd"))
+    ap.add_argument("--rate", type=int, default=200)
+    ap.add_argument("--workers", type=int, default=20)
+    ap.add_argument("--seconds", type=float, default=5)
+    a = ap.parse_args()
+    port = free_port()
+    tmp = tempfile.mkdtemp()
+    log = open(os.path.join(tmp, "rlimitd.log"), "w")
+    d = subprocess.Popen([a.bin, "--port", str(port), "--bind", "127.0.0.1", "--threads", "2",
+                          "--save", "", "--dir", tmp], stdout=log, stderr=log)
+    try:
+        r = redis.Redis(port=port)
+        for _ in range(200):
+            try:
+                r.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        rows = [run_mode(d.pid, port, m, a.rate, a.workers, a.seconds)
+                for m in ("wait", "poll-retry", "poll-ei")]
+    finally:
+        d.terminate()
+        d.wait()
+    print(f"{a.workers} workers sharing {a.rate}/s (burst 0), {a.seconds:g} s per mode, "
+          f"2 I/O threads, load {os.getloadavg()[0]:.2f}\n")
+    print("| mode | admitted | rate / limit | commands per admitted | server CPU per admitted "
+          "(us) | lateness p50 (ms) | p99 (ms) | max (ms) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for x in rows:
+        print(f"| {x['mode']} | {x['admitted']} | {x['rate']:.3f} | {x['cmds']:.2f} | "
+              f"{x['cpu_us']:.1f} | {x['p50']:.2f} | {x['p99']:.2f} | {x['max']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
