@@ -58,6 +58,10 @@ typedef struct RedisModuleCommand RedisModuleCommand;
 typedef struct RedisModuleCallReply RedisModuleCallReply;
 
 typedef struct RedisModuleInfoCtx RedisModuleInfoCtx;
+typedef struct RedisModuleBlockedClient RedisModuleBlockedClient;
+typedef uint64_t RedisModuleTimerID;
+typedef void (*RedisModuleTimerProc)(RedisModuleCtx *ctx, void *data);
+typedef void (*RedisModuleDisconnectFunc)(RedisModuleCtx *ctx, RedisModuleBlockedClient *bc);
 typedef int (*RedisModuleCmdFunc)(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 typedef void (*RedisModuleInfoFunc)(RedisModuleInfoCtx *ctx, int for_crash_report);
 typedef void *(*RedisModuleTypeLoadFunc)(RedisModuleIO *rdb, int encver);
@@ -161,7 +165,22 @@ typedef struct RedisModuleCommandInfo {
     X(RedisModuleCallReply *, Call, (RedisModuleCtx * ctx, const char *cmd, const char *fmt, ...)) \
     X(int, CallReplyType, (RedisModuleCallReply * reply))                                          \
     X(RedisModuleCallReply *, CallReplyArrayElement, (RedisModuleCallReply * reply, size_t idx))   \
-    X(void, FreeCallReply, (RedisModuleCallReply * reply))
+    X(void, FreeCallReply, (RedisModuleCallReply * reply))                                         \
+    X(RedisModuleString *, CreateStringFromString,                                                 \
+      (RedisModuleCtx * ctx, const RedisModuleString *str))                                        \
+    X(RedisModuleBlockedClient *, BlockClient,                                                     \
+      (RedisModuleCtx * ctx, RedisModuleCmdFunc reply_callback,                                    \
+       RedisModuleCmdFunc timeout_callback, void (*free_privdata)(RedisModuleCtx *, void *),       \
+       long long timeout_ms))                                                                      \
+    X(int, UnblockClient, (RedisModuleBlockedClient * bc, void *privdata))                         \
+    X(RedisModuleBlockedClient *, GetBlockedClientHandle, (RedisModuleCtx * ctx))                  \
+    X(void, SetDisconnectCallback,                                                                 \
+      (RedisModuleBlockedClient * bc, RedisModuleDisconnectFunc callback))                         \
+    X(RedisModuleCtx *, GetThreadSafeContext, (RedisModuleBlockedClient * bc))                     \
+    X(void, FreeThreadSafeContext, (RedisModuleCtx * ctx))                                         \
+    X(RedisModuleTimerID, CreateTimer,                                                             \
+      (RedisModuleCtx * ctx, mstime_t period, RedisModuleTimerProc callback, void *data))          \
+    X(int, StopTimer, (RedisModuleCtx * ctx, RedisModuleTimerID id, void **data))
 
 #define RLIMIT_RM_DECLARE(ret, name, params) extern ret(*RedisModule_##name) params;
 RLIMIT_RM_API(RLIMIT_RM_DECLARE)

@@ -11,12 +11,14 @@
 #include "module_reply.h"
 #include "module_state.h"
 #include "module_stats.h"
+#include "module_wait.h"
 
 #include <string.h>
 
 #include "rlimitd/gcra.h"
 #include "rlimitd/gcra_redis.h"
 #include "rlimitd/isallowed.h"
+#include "rlimitd/wait.h"
 
 int64_t rl_window_max_count = ISALLOWED_DEFAULT_MAX_COUNT;
 
@@ -50,53 +52,115 @@ static int finish_gcra(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleStri
     return reply_gcra(ctx, r);
 }
 
-int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+/* WAIT timeout_ms after a GCRA command's own arguments (wait.h): 0 with *n the arguments
+ * before it, or -1 once the timeout's error is replied. */
+static int split_wait(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, int min_argc,
+                      int *n, int *has, int64_t *ms)
 {
-    if (argc < 5 || argc > 6)
+    *n = argc;
+    *has = 0;
+    *ms = 0;
+    if (argc < min_argc + 2)
+        return 0;
+    size_t len[2];
+    const char *p[2] = {RedisModule_StringPtrLen(argv[argc - 2], &len[0]),
+                        RedisModule_StringPtrLen(argv[argc - 1], &len[1])};
+    const char *err;
+    if (!wait_is_option(p[0], len[0]))
+        return 0;
+    if (wait_parse_ms(p[1], len[1], ms, &err) != 0) {
+        rl_reply_err(ctx, err);
+        return -1;
+    }
+    *n = argc - 2;
+    *has = 1;
+    return 0;
+}
+
+/* What both GCRA commands do after parsing: a waiter queued behind others blocks undecided;
+ * otherwise the step (a function of the key's state), and a refused request given WAIT parks
+ * (its key closed, nothing stored), else finish_gcra answers. */
+struct gcra_call {
+    enum rl_lim lim;
+    int has_wait;
+    int64_t wait_ms;
+    const struct gcra_limits *l;       /* CL.THROTTLE */
+    const struct gcra_redis_args *a;   /* GCRA */
+};
+
+static int run_gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, struct rl_run *run,
+                    const struct gcra_call *g)
+{
+    if (g->has_wait && rl_wait_behind(ctx, argv, argc, run, argv[1], g->wait_ms))
+        return REDISMODULE_OK;
+    int has;
+    int64_t tat;
+    RedisModuleKey *key = rl_gcra_open(ctx, argv[1], &has, &tat);
+    if (key == NULL)
+        return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
+    struct gcra_result r;
+    const char *err;
+    int rc = g->l != NULL ? gcra_step(g->l, rl_now_ns(), has, tat, &r, &err)
+                          : gcra_redis_step(g->a, rl_now_ns(), has, tat, &r, &err);
+    if (g->has_wait && rc == 0 && r.limited && r.wait_ns >= 0 &&
+        rl_wait_park(ctx, argv, argc, run, argv[1], g->wait_ms, r.wait_ns)) {
+        RedisModule_CloseKey(key); /* a refusal stores nothing */
+        return REDISMODULE_OK;
+    }
+    return finish_gcra(ctx, key, argv[1], g->lim, rc, &r, err);
+}
+
+static int throttle_core(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
+                         struct rl_run *run)
+{
+    struct gcra_call g = {RL_LIM_THROTTLE, 0, 0, NULL, NULL};
+    int n;
+    if (split_wait(ctx, argv, argc, 5, &n, &g.has_wait, &g.wait_ms) != 0)
+        return REDISMODULE_OK;
+    if (n < 5 || n > 6)
         return rl_reply_arity(ctx, "cl.throttle");
     int64_t burst, count, period, quantity = 1;
     if (rl_arg_i64(ctx, argv[2], &burst) || rl_arg_i64(ctx, argv[3], &count) ||
-        rl_arg_i64(ctx, argv[4], &period) || (argc == 6 && rl_arg_i64(ctx, argv[5], &quantity)))
+        rl_arg_i64(ctx, argv[4], &period) || (n == 6 && rl_arg_i64(ctx, argv[5], &quantity)))
         return REDISMODULE_OK;
-
     struct gcra_limits l;
     const char *err;
     if (gcra_prepare(burst, count, period, quantity, &l, &err) != 0)
         return rl_reply_err(ctx, err);
+    g.l = &l;
+    return run_gcra(ctx, argv, argc, run, &g);
+}
 
-    int has;
-    int64_t tat;
-    RedisModuleKey *key = rl_gcra_open(ctx, argv[1], &has, &tat);
-    if (key == NULL)
-        return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
-    struct gcra_result r;
-    int rc = gcra_step(&l, rl_now_ns(), has, tat, &r, &err);
-    return finish_gcra(ctx, key, argv[1], RL_LIM_THROTTLE, rc, &r, err);
+int rl_cmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    return rl_wait_call(ctx, argv, argc, throttle_core);
 }
 
 /* GCRA on the same string state as CL.THROTTLE (one state per key, as in the daemon), with
  * Redis's checks in Redis's order: arguments, the key's type, then overflow. */
-int rl_cmd_gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+static int gcra_core(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, struct rl_run *run)
 {
-    if (argc < GCRA_REDIS_MIN_ARGC || argc > GCRA_REDIS_MAX_ARGC)
+    struct gcra_call g = {RL_LIM_GCRA, 0, 0, NULL, NULL};
+    int n;
+    if (split_wait(ctx, argv, argc, GCRA_REDIS_MIN_ARGC, &n, &g.has_wait, &g.wait_ms) != 0)
+        return REDISMODULE_OK;
+    if (n < GCRA_REDIS_MIN_ARGC || n > GCRA_REDIS_MAX_ARGC)
         return rl_reply_err(ctx, GCRA_REDIS_ERR_ARITY);
     const char *args[GCRA_REDIS_MAX_ARGC];
     size_t lens[GCRA_REDIS_MAX_ARGC];
-    for (int i = 0; i < argc; i++)
+    for (int i = 0; i < n; i++)
         args[i] = RedisModule_StringPtrLen(argv[i], &lens[i]);
     struct gcra_redis_args a;
     const char *err;
-    if (gcra_redis_parse(argc, args, lens, &a, &err) != 0)
+    if (gcra_redis_parse(n, args, lens, &a, &err) != 0)
         return rl_reply_err(ctx, err);
+    g.a = &a;
+    return run_gcra(ctx, argv, argc, run, &g);
+}
 
-    int has;
-    int64_t tat;
-    RedisModuleKey *key = rl_gcra_open(ctx, argv[1], &has, &tat);
-    if (key == NULL)
-        return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
-    struct gcra_result r;
-    int rc = gcra_redis_step(&a, rl_now_ns(), has, tat, &r, &err);
-    return finish_gcra(ctx, key, argv[1], RL_LIM_GCRA, rc, &r, err);
+int rl_cmd_gcra(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    return rl_wait_call(ctx, argv, argc, gcra_core);
 }
 
 /* In a cluster, clients route ISALLOWED by its first argument (the user) while the state lives

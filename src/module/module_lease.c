@@ -8,10 +8,10 @@
 #include "module_lease_state.h"
 #include "module_reply.h"
 #include "module_stats.h"
+#include "module_wait.h"
 
 #include "rlimitd/lease.h"
 #include "rlimitd/util.h"
-#include "rlimitd/wait.h"
 
 #define NS_PER_MS 1000000LL
 
@@ -31,7 +31,8 @@ static RedisModuleKey *open_leases(RedisModuleCtx *ctx, RedisModuleString *name,
     return NULL;
 }
 
-int rl_cmd_lease_acquire(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+static int acquire_core(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
+                        struct rl_run *run)
 {
     if (argc < 4)
         return rl_reply_arity(ctx, "lease.acquire");
@@ -45,8 +46,8 @@ int rl_cmd_lease_acquire(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
     const char *err;
     if (lease_acquire_parse(argc, p, len, &a, &err) != 0)
         return rl_reply_err(ctx, err);
-    if (a.has_wait)
-        return rl_reply_err(ctx, WAIT_ERR_UNSUPPORTED);
+    if (a.has_wait && rl_wait_behind(ctx, argv, argc, run, argv[1], a.wait_ms))
+        return REDISMODULE_OK;
     const struct lease_set *s;
     RedisModuleKey *key = open_leases(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &s);
     if (key == NULL)
@@ -57,6 +58,11 @@ int rl_cmd_lease_acquire(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
     const char *kname = RedisModule_StringPtrLen(argv[1], &klen);
     if (live >= a.limit) {
         RedisModule_CloseKey(key);
+        /* Full: a slot frees itself when the earliest lease expires, or at a LEASE.RELEASE. */
+        int64_t next = lease_min_expire(s);
+        if (a.has_wait &&
+            rl_wait_park(ctx, argv, argc, run, argv[1], a.wait_ms, next > now ? next - now : 0))
+            return REDISMODULE_OK;
         rl_stats_count(RL_LIM_LEASE, kname, klen, 0, 0);
         return RedisModule_ReplyWithNull(ctx);
     }
@@ -69,6 +75,11 @@ int rl_cmd_lease_acquire(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
     rl_stats_count(RL_LIM_LEASE, kname, klen, 1, (live + 1) * 10 >= a.limit * 9);
     char buf[24];
     return RedisModule_ReplyWithStringBuffer(ctx, buf, util_fmt_i64(buf, id));
+}
+
+int rl_cmd_lease_acquire(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    return rl_wait_call(ctx, argv, argc, acquire_core);
 }
 
 int rl_cmd_lease_release(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
@@ -91,6 +102,8 @@ int rl_cmd_lease_release(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
                               (long long)id);
     }
     RedisModule_CloseKey(key);
+    if (held)
+        rl_wait_notify(ctx, argv[1]);
     return RedisModule_ReplyWithLongLong(ctx, held);
 }
 

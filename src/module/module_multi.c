@@ -8,11 +8,11 @@
 #include "module_reply.h"
 #include "module_state.h"
 #include "module_stats.h"
+#include "module_wait.h"
 
 #include <stdio.h>
 
 #include "rlimitd/throttle_all.h"
-#include "rlimitd/wait.h"
 
 /* More arguments than any valid call has (2 + 32 keys + 32 LIMITs of 5 + WAIT n): the argument
  * arrays live on the stack up to this, in an allocation beyond (an invalid call, answered with
@@ -32,8 +32,9 @@ static int keys_position(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
 static int parse(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
                  struct throttle_all_req *req)
 {
-    const char *stack_p[ARGS_ON_STACK];
-    size_t stack_len[ARGS_ON_STACK];
+    /* Zeroed: GCC 12 cannot see that the loop below fills what the parser reads. */
+    const char *stack_p[ARGS_ON_STACK] = {0};
+    size_t stack_len[ARGS_ON_STACK] = {0};
     const char **p = stack_p;
     size_t *len = stack_len;
     if (argc > ARGS_ON_STACK) {
@@ -47,10 +48,6 @@ static int parse(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
     if (p != stack_p) {
         RedisModule_Free(p);
         RedisModule_Free(len);
-    }
-    if (rc == 0 && req->has_wait) {
-        rl_reply_err(ctx, WAIT_ERR_UNSUPPORTED);
-        return -1;
     }
     if (rc != 0)
         rl_reply_err(ctx, err);
@@ -80,12 +77,15 @@ static void reply_all(RedisModuleCtx *ctx, const struct throttle_all_result *res
     }
 }
 
-int rl_cmd_throttle_all(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+/* A waiting THROTTLE.ALL queues on its first key, as in the daemon. */
+static int throttle_all_core(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
+                             struct rl_run *run)
 {
-    if (RedisModule_IsKeysPositionRequest(ctx))
-        return keys_position(ctx, argv, argc);
     struct throttle_all_req req;
     if (parse(ctx, argv, argc, &req) != 0)
+        return REDISMODULE_OK;
+    RedisModuleString *first = argv[THROTTLE_ALL_FIRST_KEY];
+    if (req.has_wait && rl_wait_behind(ctx, argv, argc, run, first, req.wait_ms))
         return REDISMODULE_OK;
     RedisModuleKey *keys[THROTTLE_ALL_MAX_KEYS];
     int has[THROTTLE_ALL_MAX_KEYS];
@@ -107,6 +107,11 @@ int rl_cmd_throttle_all(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         snprintf(err, sizeof err, "limit %d: %s", bad, why);
         return rl_reply_err(ctx, err);
     }
+    if (res.limited && req.has_wait &&
+        rl_wait_park(ctx, argv, argc, run, first, req.wait_ms, res.wait_ns)) {
+        close_all(keys, req.n); /* a refusal stores nothing */
+        return REDISMODULE_OK;
+    }
     int near = 0;
     for (int i = 0; i < req.n; i++) {
         if (per[i].store)
@@ -122,4 +127,11 @@ int rl_cmd_throttle_all(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     rl_stats_count(RL_LIM_THROTTLE_ALL, kname, klen, !res.limited, near);
     reply_all(ctx, &res, per, req.n);
     return REDISMODULE_OK;
+}
+
+int rl_cmd_throttle_all(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (RedisModule_IsKeysPositionRequest(ctx))
+        return keys_position(ctx, argv, argc);
+    return rl_wait_call(ctx, argv, argc, throttle_all_core);
 }
