@@ -71,6 +71,7 @@ Test(wait, throttle_admits_at_the_limiters_rate)
         cr_assert_eq(v[0], 0, "request %d refused although it waited", i);
         cr_assert_geq(after, first + i * 200 * MS, "request %d admitted early", i);
     }
+    redisFree(c);
     it_stop(d);
 }
 
@@ -100,6 +101,7 @@ Test(wait, throttle_timeout_answers_limited)
     long long v[5];
     five(it_cmd(c, "CL.THROTTLE q 0 1 60 5 WAIT 0"), v);
     cr_assert(v[0] == 1 && v[3] == -1, "quantity over the limit: [%lld .. %lld]", v[0], v[3]);
+    redisFree(c);
     it_stop(d);
 }
 
@@ -128,6 +130,7 @@ Test(wait, gcra_admits_at_the_limiters_rate)
     five(it_cmd(c, "GCRA g2 0 1 60 TOKENS 1 WAIT 100"), v);
     cr_assert_eq(v[0], 1, "1 per minute: the second must time out");
     cr_assert_geq(lm_now_ns() - before, 100 * MS);
+    redisFree(c);
     it_stop(d);
 }
 
@@ -166,6 +169,7 @@ Test(wait, throttle_all_waits_for_every_limit)
     /* Nothing was taken from y by the refused call: a peek shows it full. */
     five(it_cmd(c, "CL.THROTTLE y 5 1 1 0"), v);
     cr_assert_eq(v[2], 6, "y lost capacity to a refused THROTTLE.ALL");
+    redisFree(c);
     it_stop(d);
 }
 
@@ -224,6 +228,7 @@ Test(wait, lease_waits_for_release_and_expiry)
     cr_assert_geq(after, took + 300 * MS, "a lease handed out before the first expired");
     freeReplyObject(r);
     IT_INT(it_cmd(c, "LEASE.COUNT E"), 1);
+    redisFree(c);
     it_stop(d);
 }
 
@@ -258,6 +263,7 @@ Test(wait, multi_and_scripts_never_block)
     cr_assert_eq(r->type, REDIS_REPLY_NIL);
     freeReplyObject(r);
     cr_assert_eq(it_info_int(c, "clients", "blocked_clients"), 0);
+    redisFree(c);
     it_stop(d);
 }
 
@@ -292,6 +298,7 @@ Test(wait, pipelined_commands_wait_behind)
         freeReplyObject(out[i]);
     close(fd);
     cr_assert_eq(it_info_int(c, "clients", "blocked_clients"), 0);
+    redisFree(c);
     it_stop(d);
 }
 
@@ -341,6 +348,7 @@ Test(wait, fifo_order_and_forgotten_waiters)
     for (int i = 0; i < N; i++)
         if (i != 3 && i != 7)
             close(fd[i]);
+    redisFree(c);
     it_stop(d);
 }
 
@@ -381,6 +389,7 @@ Test(wait, hostile_timeouts)
     cr_assert_eq(it_info_int(c, "clients", "blocked_clients"), 0);
     IT_STATUS(it_cmd(c, "SET sentinel v"), "OK");
     it_assert_healthy(d, c, "sentinel", "v");
+    redisFree(c);
     it_stop(d);
 }
 
@@ -416,6 +425,7 @@ Test(wait, many_waiters_on_one_key_and_many_keys)
     cr_assert_eq(v[0], 1);
     IT_STATUS(it_cmd(c, "SET sentinel v"), "OK");
     it_assert_healthy(d, c, "sentinel", "v");
+    redisFree(c);
     it_stop(d);
 }
 
