@@ -17,8 +17,14 @@ cost of the refused polls is in it), and admission lateness: the gaps between co
 admissions as the clients saw them, less the emission interval (p50, p99, max; a gap shorter
 than the interval, reply jitter, counts 0).
 
+Then memory per waiter: N connections (--waiters, default 10000) held idle, then each sending
+CL.THROTTLE ... WAIT 0 on one exhausted key; the daemon's RSS growth from idle to waiting,
+divided by N, is what a waiter costs beyond its connection. The blocked_clients INFO field is
+read back to check every one waits.
+
 Usage: bench/wait_pacing.py [--bin build/rlimitd] [--rate 200] [--workers 20] [--seconds 5]
-Needs redis-py (Debian's python3-redis). Prints one Markdown table."""
+                            [--waiters 10000]
+Needs redis-py (Debian's python3-redis). Prints Markdown tables."""
 import argparse
 import os
 import socket
@@ -100,6 +106,49 @@ def run_mode(pid, port, mode, rate, workers, seconds):
     }
 
 
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
+def waiter_memory(pid, port, n):
+    """RSS growth per waiter: n idle connections, then each one waiting on one key."""
+    r = redis.Redis(port=port)
+    r.execute_command("CL.THROTTLE", "mem", 0, 1, 3600, 1)
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port))
+        socks.append(s)
+    for _ in range(200):
+        if r.info("clients")["connected_clients"] >= n + 1:
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)
+    idle = rss_kib(pid)
+    req = b"CL.THROTTLE mem 0 1 3600 1 WAIT 0\r\n"
+    for s in socks:
+        s.sendall(req)
+    for _ in range(600):
+        if r.info("clients")["blocked_clients"] >= n:
+            break
+        time.sleep(0.05)
+    blocked = r.info("clients")["blocked_clients"]
+    time.sleep(0.5)
+    waiting = rss_kib(pid)
+    for s in socks:
+        s.close()
+    for _ in range(600):
+        if r.info("clients")["blocked_clients"] == 0:
+            break
+        time.sleep(0.05)
+    after = r.info("clients")["blocked_clients"]
+    r.close()
+    return idle, waiting, blocked, after
+
+
 def main():
     ap = argparse.ArgumentParser()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -107,6 +156,7 @@ def main():
     ap.add_argument("--rate", type=int, default=200)
     ap.add_argument("--workers", type=int, default=20)
     ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--waiters", type=int, default=10000)
     a = ap.parse_args()
     port = free_port()
     tmp = tempfile.mkdtemp()
@@ -123,6 +173,7 @@ def main():
                 time.sleep(0.05)
         rows = [run_mode(d.pid, port, m, a.rate, a.workers, a.seconds)
                 for m in ("wait", "poll-retry", "poll-ei")]
+        mem = waiter_memory(d.pid, port, a.waiters) if a.waiters > 0 else None
     finally:
         d.terminate()
         d.wait()
@@ -134,6 +185,12 @@ def main():
     for x in rows:
         print(f"| {x['mode']} | {x['admitted']} | {x['rate']:.3f} | {x['cmds']:.2f} | "
               f"{x['cpu_us']:.1f} | {x['p50']:.2f} | {x['p99']:.2f} | {x['max']:.2f} |")
+    if mem is not None:
+        idle, waiting, blocked, after = mem
+        print(f"\n{a.waiters} waiters on one key: RSS {idle} KiB with the connections idle, "
+              f"{waiting} KiB with all waiting (blocked_clients {blocked}), "
+              f"{(waiting - idle) * 1024 / max(blocked, 1):.0f} bytes per waiter; "
+              f"blocked_clients {after} after they closed")
 
 
 if __name__ == "__main__":

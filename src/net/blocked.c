@@ -3,16 +3,21 @@
  * when its turn may have come, and once more at its timeout; then the commands pipelined
  * behind it run.
  *
- * Each blocked connection has one timer on its thread's loop, due at the earlier of its
- * timeout and, while it is the head of its key's queue, the time the limiter said capacity
- * returns. Other threads wake the thread through its wait home (a uv_async): when the waiter
- * before this one left, or a lease of the key was released. Nothing polls: a waiter runs again
- * only at those events. Timers are whole milliseconds of the loop's clock, rounded up, so a
- * request runs again at most about a millisecond after its capacity returns, never before. */
+ * Two clocks per thread. A waiter's timeout is a libuv timer (whole milliseconds of the loop's
+ * clock, rounded up: never early). The heads' retry times, when the limiter said capacity
+ * returns, are a min-heap on one timerfd (CLOCK_MONOTONIC, uv_hrtime's clock, armed at the
+ * earliest in absolute nanoseconds), because a request paced at the limit's rate should run
+ * when its capacity returns and not up to two milliseconds later (a libuv timer's rounding and
+ * the poll's millisecond timeout): at 200 requests a second that was a quarter of the rate.
+ * Other threads wake the thread through its wait home (a uv_async): when the waiter before one
+ * left, or a lease of its key was released. Nothing polls: a waiter runs again only at those
+ * events. */
 #include "blocked.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include "rlimitd/alloc.h"
 #include "rlimitd/waiters.h"
@@ -20,14 +25,102 @@
 #define NS_PER_MS 1000000LL
 
 struct blocked {
-    uv_timer_t timer;
+    uv_timer_t timer; /* the timeout */
     struct client *c; /* NULL once the connection is gone: the timer is closing */
     struct waiter *w;
-    uint64_t deadline_ms; /* the loop's clock; 0: no timeout (WAIT 0) */
+    uint64_t retry_at;    /* uv_hrtime ns, while in the thread's heap */
+    size_t heap_at;       /* its index there, or SIZE_MAX */
     int argc;
     char **argv;
     size_t *lens;
 };
+
+/* The heads' retry times of one thread: a binary min-heap of blocked records on a timerfd. */
+struct blocked_clock {
+    int fd;
+    uv_poll_t poll;
+    struct blocked **heap;
+    size_t n, cap;
+    uint64_t armed; /* the absolute time the timerfd is set to, 0 when disarmed */
+};
+
+/* ---- the heap ---- */
+
+static void heap_set(struct blocked_clock *k, size_t i, struct blocked *b)
+{
+    k->heap[i] = b;
+    b->heap_at = i;
+}
+
+static void heap_up(struct blocked_clock *k, size_t i)
+{
+    struct blocked *b = k->heap[i];
+    while (i > 0 && k->heap[(i - 1) / 2]->retry_at > b->retry_at) {
+        heap_set(k, i, k->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_set(k, i, b);
+}
+
+static void heap_down(struct blocked_clock *k, size_t i)
+{
+    struct blocked *b = k->heap[i];
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        uint64_t best = b->retry_at;
+        if (l < k->n && k->heap[l]->retry_at < best)
+            m = l, best = k->heap[l]->retry_at;
+        if (l + 1 < k->n && k->heap[l + 1]->retry_at < best)
+            m = l + 1;
+        if (m == i)
+            break;
+        heap_set(k, i, k->heap[m]);
+        i = m;
+    }
+    heap_set(k, i, b);
+}
+
+static void heap_remove(struct blocked_clock *k, struct blocked *b)
+{
+    size_t i = b->heap_at;
+    if (i == SIZE_MAX)
+        return;
+    b->heap_at = SIZE_MAX;
+    struct blocked *last = k->heap[--k->n];
+    if (i == k->n)
+        return;
+    heap_set(k, i, last);
+    heap_up(k, i);
+    heap_down(k, last->heap_at);
+}
+
+static void heap_put(struct blocked_clock *k, struct blocked *b)
+{
+    heap_remove(k, b);
+    if (k->n == k->cap) {
+        k->cap = k->cap ? 2 * k->cap : 16;
+        k->heap = xrealloc(k->heap, sizeof(*k->heap) * k->cap);
+    }
+    heap_set(k, k->n++, b);
+    heap_up(k, b->heap_at);
+}
+
+/* The timerfd set to the earliest retry time (or disarmed). */
+static void clock_rearm(struct blocked_clock *k)
+{
+    uint64_t at = k->n > 0 ? k->heap[0]->retry_at : 0;
+    if (at == k->armed)
+        return;
+    struct itimerspec its = {{0, 0}, {0, 0}};
+    if (at != 0) {
+        its.it_value.tv_sec = (time_t)(at / 1000000000u);
+        its.it_value.tv_nsec = (long)(at % 1000000000u);
+    }
+    timerfd_settime(k->fd, TFD_TIMER_ABSTIME, &its, NULL);
+    k->armed = at;
+}
+
+/* ---- a blocked connection ---- */
 
 static void free_blocked(uv_handle_t *h)
 {
@@ -50,30 +143,29 @@ static void drop_waiter(struct session *s)
     __atomic_fetch_and(&s->flags, ~SESSION_BLOCKED, __ATOMIC_RELAXED);
 }
 
-static void on_timer(uv_timer_t *timer);
+static void on_timeout(uv_timer_t *timer);
 
-/* Sets b's timer for its next event: the timeout, or the limiter's time while at the head. */
-static void arm(struct blocked *b)
+/* After a run that parked b: its retry time (while at the head) into the thread's heap. */
+static void arm_retry(struct blocked *b)
 {
-    uv_loop_t *loop = b->timer.loop;
-    uv_update_time(loop);
-    uint64_t now = uv_now(loop), due = b->deadline_ms != 0 ? b->deadline_ms : UINT64_MAX;
+    struct blocked_clock *k = b->c->thread->wait_clock;
     int64_t in = b->w->retry_in_ns;
     if (in >= 0 && in < INT64_MAX / 2) {
-        /* The first loop millisecond at or after the exact moment (the loop's clock is
-         * uv_hrtime's in whole ms, or a coarser reading of it that lags): a timer rounded from
-         * the loop's truncated clock instead could fire up to a millisecond early, and the
-         * request, refused again, would wait one more. At least one ms on: no timer of 0. */
-        uint64_t at = (uv_hrtime() + (uint64_t)in + NS_PER_MS - 1) / NS_PER_MS;
-        if (at <= now)
-            at = now + 1;
-        if (at < due)
-            due = at;
+        b->retry_at = uv_hrtime() + (uint64_t)(in > 0 ? in : 1);
+        heap_put(k, b);
+    } else {
+        heap_remove(k, b);
     }
-    if (due == UINT64_MAX)
-        uv_timer_stop(&b->timer);
-    else
-        uv_timer_start(&b->timer, on_timer, due > now ? due - now : 0, 0);
+    clock_rearm(k);
+}
+
+/* Releases b's resources: out of the heap, its timer closed (freed in the close callback). */
+static void release(struct blocked *b, struct io_thread *t)
+{
+    heap_remove(t->wait_clock, b);
+    clock_rearm(t->wait_clock);
+    b->c = NULL;
+    uv_close((uv_handle_t *)&b->timer, free_blocked);
 }
 
 /* The request has been answered (admitted, refused at its timeout, or an error): the connection
@@ -83,8 +175,7 @@ static void unblock(struct blocked *b)
     struct client *c = b->c;
     drop_waiter(&c->session);
     c->blocked = NULL;
-    b->c = NULL;
-    uv_close((uv_handle_t *)&b->timer, free_blocked);
+    release(b, c->thread);
     c->state = CLIENT_ACTIVE;
     c->thread->resume(c);
 }
@@ -101,7 +192,7 @@ static void retry(struct blocked *b)
     b->w->parked = 0;
     run(b);
     if (b->w->parked)
-        arm(b);
+        arm_retry(b);
     else
         unblock(b);
 }
@@ -128,19 +219,36 @@ static int gone(struct blocked *b)
     return 1;
 }
 
-static void on_timer(uv_timer_t *timer)
+static void on_timeout(uv_timer_t *timer)
 {
     struct blocked *b = timer->data;
     if (b->c == NULL || gone(b))
         return;
     thread_mark_work(b->c->thread);
-    uv_update_time(timer->loop);
-    if (b->deadline_ms != 0 && uv_now(timer->loop) >= b->deadline_ms)
-        time_out(b);
-    else if (wait_is_head(b->w))
+    time_out(b);
+}
+
+/* The timerfd: every head whose retry time has come is decided again, earliest first. */
+static void on_clock(uv_poll_t *h, int status, int events)
+{
+    (void)status, (void)events;
+    struct io_thread *t = h->data;
+    struct blocked_clock *k = t->wait_clock;
+    uint64_t expirations;
+    if (read(k->fd, &expirations, sizeof expirations) < 0) {
+        /* EAGAIN: woken early or already read; the heap says what is due. */
+    }
+    k->armed = 0;
+    thread_mark_work(t);
+    uint64_t now = uv_hrtime();
+    while (k->n > 0 && k->heap[0]->retry_at <= now) {
+        struct blocked *b = k->heap[0];
+        heap_remove(k, b);
+        if (b->c == NULL || gone(b))
+            continue;
         retry(b);
-    else
-        arm(b); /* parked behind others: only the timeout is due */
+    }
+    clock_rearm(k);
 }
 
 static void on_poke(uv_async_t *a)
@@ -170,12 +278,32 @@ void blocked_thread_init(struct io_thread *t, void (*resume)(struct client *c))
     uv_async_init(&t->loop, &t->wait_async, on_poke);
     t->wait_async.data = t;
     uv_unref((uv_handle_t *)&t->wait_async);
+    struct blocked_clock *k = xcalloc(1, sizeof(*k));
+    k->fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (k->fd < 0)
+        abort(); /* only out of descriptors at start: nothing to serve without it */
+    uv_poll_init(&t->loop, &k->poll, k->fd);
+    k->poll.data = t;
+    uv_poll_start(&k->poll, UV_READABLE, on_clock);
+    uv_unref((uv_handle_t *)&k->poll);
+    t->wait_clock = k;
+}
+
+static void on_clock_closed(uv_handle_t *h)
+{
+    struct io_thread *t = h->data;
+    struct blocked_clock *k = t->wait_clock;
+    close(k->fd);
+    free(k->heap);
+    free(k);
+    t->wait_clock = NULL;
 }
 
 void blocked_thread_close(struct io_thread *t)
 {
     wait_home_close(&t->wait_home);
     uv_close((uv_handle_t *)&t->wait_async, NULL);
+    uv_close((uv_handle_t *)&t->wait_clock->poll, on_clock_closed);
 }
 
 int blocked_park(struct client *c, int argc, char **argv, const size_t *lens)
@@ -186,6 +314,7 @@ int blocked_park(struct client *c, int argc, char **argv, const size_t *lens)
     struct blocked *b = xcalloc(1, sizeof(*b));
     b->c = c;
     b->w = w;
+    b->heap_at = SIZE_MAX;
     b->argc = argc;
     b->argv = xmalloc(sizeof(char *) * (size_t)argc);
     b->lens = xmalloc(sizeof(size_t) * (size_t)argc);
@@ -198,13 +327,16 @@ int blocked_park(struct client *c, int argc, char **argv, const size_t *lens)
     w->owner = b;
     uv_timer_init(&c->thread->loop, &b->timer);
     b->timer.data = b;
-    uv_update_time(&c->thread->loop);
-    if (w->timeout_ms > 0)
-        b->deadline_ms = uv_now(&c->thread->loop) + (uint64_t)w->timeout_ms;
+    if (w->timeout_ms > 0) {
+        uv_update_time(&c->thread->loop);
+        /* +1: the loop's clock is truncated to the ms, so a timer of timeout_ms could fire up
+         * to a millisecond before timeout_ms have passed. */
+        uv_timer_start(&b->timer, on_timeout, (uint64_t)w->timeout_ms + 1, 0);
+    }
     c->blocked = b;
     c->state = CLIENT_BLOCKED;
     __atomic_fetch_or(&c->session.flags, SESSION_BLOCKED, __ATOMIC_RELAXED);
-    arm(b);
+    arm_retry(b);
     return 1;
 }
 
@@ -215,6 +347,5 @@ void blocked_forget(struct client *c)
     if (b == NULL)
         return;
     c->blocked = NULL;
-    b->c = NULL;
-    uv_close((uv_handle_t *)&b->timer, free_blocked);
+    release(b, c->thread);
 }

@@ -69,6 +69,7 @@ struct io_thread {
     struct wait_home wait_home;
     uv_async_t wait_async;
     void (*resume)(struct client *c);
+    struct blocked_clock *wait_clock; /* the heads' retry times (blocked.c) */
     /* Serving the other connections from inside a busy script (busy_serve.c): a parser's
      * shared part of their own (the thread's holds the running command's arguments), the
      * poll set, and a guard against serving from inside a serve. */
