@@ -14,9 +14,6 @@
 #define WAIT_ERR_NEGATIVE "timeout is negative"
 #define WAIT_ERR_RANGE "timeout is out of range"
 #define WAIT_ERR_NOT_INT "timeout is not an integer or out of range"
-/* rlimit.so, until it waits, refuses a well-formed WAIT with this (after "ERR ") rather than
- * answering as if the caller had not asked to wait. */
-#define WAIT_ERR_UNSUPPORTED "WAIT is not supported yet"
 
 /* Whether the word is WAIT (any case; the bytes need not be NUL terminated). */
 int wait_is_option(const char *s, size_t len);
