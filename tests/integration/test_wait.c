@@ -572,3 +572,34 @@ Test(wait, fifty_workers_leases_never_over_the_pool)
     redisFree(c);
     it_stop(d);
 }
+
+/* SHUTDOWN while requests wait: the waiting connections are closed (they see the end of the
+ * stream, never a reply), the daemon exits 0 with a clean log (under ASan: nothing leaked). */
+Test(wait, shutdown_with_waiters)
+{
+    struct it_daemon *d = it_start(NULL);
+    redisContext *c = it_connect(d->port);
+    long long v[5];
+    five(it_cmd(c, "CL.THROTTLE s 0 1 3600"), v);
+    redisReply *r = it_cmd(c, "LEASE.ACQUIRE L 1 3600000");
+    freeReplyObject(r);
+    enum { N = 6 };
+    int fd[N];
+    for (int i = 0; i < N; i++) {
+        fd[i] = it_raw_connect(d->port);
+        const char *req = i % 2 ? "LEASE.ACQUIRE L 1 3600000 WAIT 0\r\n"
+                                : "CL.THROTTLE s 0 1 3600 1 WAIT 600000\r\n";
+        it_raw_send(fd[i], req, strlen(req));
+    }
+    await_blocked(c, N);
+    redisFree(c);
+    it_stop(d);
+    for (int i = 0; i < N; i++) {
+        struct it_io io;
+        it_raw_exchange(fd[i], "", 0, 5000, 1024, 0, &io);
+        cr_assert(io.closed && io.len == 0, "waiter %d: %zu bytes, closed %d", i, io.len,
+                  io.closed);
+        free(io.data);
+        close(fd[i]);
+    }
+}
