@@ -20,7 +20,8 @@
 #   7. resharding: a slot holding module keys MIGRATEd to another primary keeps the exact state
 #      and the limiters continue there                        (cluster_check.py migrate)
 #   9. (run before 8) issue 31's commands: THROTTLE.ALL routed by a hash tag with exact replies,
-#      CROSSSLOT for keys in two slots                         (cluster_check.py limits)
+#      CROSSSLOT for keys in two slots, LEASE.ACQUIRE ... WAIT served by a release and its grant
+#      on the slot's replicas                                  (cluster_check.py limits)
 #   8. at the end every replica still equals its primary, and no node crashed
 #
 # Environment:

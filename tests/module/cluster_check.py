@@ -679,6 +679,34 @@ def cmd_limits(seed):
                 bad.append(f"{p}: {e}")
     check("9.2", not bad, "THROTTLE.ALL over keys of two slots: -CROSSSLOT Keys in request "
           "don't hash to the same slot, on every node", show(bad))
+    # 9.3 WAIT on the slot's owner: a LEASE.ACQUIRE waiting on a full pool of one gets the slot
+    # a release frees (after the release was sent, long before its timeout), and the slot's
+    # replicas end with the same leases: the grant made on the module's timer is replicated.
+    key = "lim:{pool}"
+    prim = owner(sh, key_slot(key.encode()))
+    reps = next(r for p, r, _ in sh if p == prim)
+    held = node(prim).execute_command("LEASE.ACQUIRE", key, 1, 3600000)
+    got = {}
+
+    def waiter():
+        got["id"] = node(prim).execute_command("LEASE.ACQUIRE", key, 1, 3600000, "WAIT", 60000)
+        got["at"] = time.monotonic()
+
+    th = threading.Thread(target=waiter)
+    th.start()
+    for _ in range(3000):
+        if info(prim, "clients")["blocked_clients"] >= 1:
+            break
+        time.sleep(0.01)
+    sent = time.monotonic()
+    released = node(prim).execute_command("LEASE.RELEASE", key, held)
+    th.join()
+    why = wait_sync(seed)
+    digests = {p: node(p).execute_command("DEBUG", "DIGEST-VALUE", key) for p in [prim] + reps}
+    ok = (released == 1 and got.get("id") not in (None, held) and got["at"] >= sent and
+          got["at"] - sent < 60 and not why and len({str(d) for d in digests.values()}) == 1)
+    check("9.3", ok, "LEASE.ACQUIRE ... WAIT on the owner: the slot a release frees, the same "
+          "leases on its replicas", f"released {released}, got {got}, {why}, digests {digests}")
 
 
 def cmd_compare(num, what, old_file, new_file, slack):
