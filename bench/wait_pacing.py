@@ -22,8 +22,11 @@ CL.THROTTLE ... WAIT 0 on one exhausted key; the daemon's RSS growth from idle t
 divided by N, is what a waiter costs beyond its connection. The blocked_clients INFO field is
 read back to check every one waits.
 
+The same three modes then run against Debian's redis-server with rlimit.so (--module, default
+build/rlimit.so; "" to skip): the polling clients there are what redis-cell's users run today.
+
 Usage: bench/wait_pacing.py [--bin build/rlimitd] [--rate 200] [--workers 20] [--seconds 5]
-                            [--waiters 10000]
+                            [--waiters 10000] [--module build/rlimit.so]
 Needs redis-py (Debian's python3-redis). Prints Markdown tables."""
 import argparse
 import os
@@ -157,11 +160,13 @@ def main():
     ap.add_argument("--workers", type=int, default=20)
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--waiters", type=int, default=10000)
+    ap.add_argument("--module", default=os.path.join(root, "build", "rlimit.so"))
     a = ap.parse_args()
     port = free_port()
     tmp = tempfile.mkdtemp()
     log = open(os.path.join(tmp, "rlimitd.log"), "w")
     d = subprocess.Popen([a.bin, "--port", str(port), "--bind", "127.0.0.1", "--threads", "2",
+                          "--maxclients", str(a.waiters + 100),
                           "--save", "", "--dir", tmp], stdout=log, stderr=log)
     try:
         r = redis.Redis(port=port)
@@ -177,12 +182,31 @@ def main():
     finally:
         d.terminate()
         d.wait()
+    mrows = []
+    if a.module:
+        mport = free_port()
+        rs = subprocess.Popen(["redis-server", "--port", str(mport), "--bind", "127.0.0.1",
+                               "--save", "", "--appendonly", "no", "--dir", tmp,
+                               "--loadmodule", a.module], stdout=log, stderr=log)
+        try:
+            r = redis.Redis(port=mport)
+            for _ in range(200):
+                try:
+                    r.ping()
+                    break
+                except redis.ConnectionError:
+                    time.sleep(0.05)
+            mrows = [run_mode(rs.pid, mport, m, a.rate, a.workers, a.seconds)
+                     for m in ("wait", "poll-retry", "poll-ei")]
+        finally:
+            rs.terminate()
+            rs.wait()
     print(f"{a.workers} workers sharing {a.rate}/s (burst 0), {a.seconds:g} s per mode, "
           f"2 I/O threads, load {os.getloadavg()[0]:.2f}\n")
     print("| mode | admitted | rate / limit | commands per admitted | server CPU per admitted "
           "(us) | lateness p50 (ms) | p99 (ms) | max (ms) |")
     print("|---|---|---|---|---|---|---|---|")
-    for x in rows:
+    for x in rows + [dict(y, mode="redis-server+rlimit.so " + y["mode"]) for y in mrows]:
         print(f"| {x['mode']} | {x['admitted']} | {x['rate']:.3f} | {x['cmds']:.2f} | "
               f"{x['cpu_us']:.1f} | {x['p50']:.2f} | {x['p99']:.2f} | {x['max']:.2f} |")
     if mem is not None:
