@@ -16,12 +16,15 @@
 
 struct rbuf;
 struct multi;
+struct pubsub_client;
 
 /* Session flags */
 #define SESSION_CLOSE_AFTER_REPLY 1u /* QUIT, protocol error, CLIENT KILL of self */
 #define SESSION_IN_MULTI 2u
 #define SESSION_MULTI_DIRTY 4u       /* a command was refused while queueing: EXEC aborts */
 #define SESSION_MULTI_DENYOOM 8u     /* a queued command may grow memory: EXEC obeys maxmemory */
+#define SESSION_PUBSUB 16u           /* holds a subscription: RESP2 allows only the subscribe
+                                      * commands, PING, QUIT and RESET (cmd_pubsub.c) */
 
 /* Per-connection state the commands read and change. Owned by the connection (client.c). */
 struct session {
@@ -48,6 +51,12 @@ struct session {
      * cmd_execute copies it into the reply buffer before each command (reply.h); CLIENT LIST
      * reads it from other threads, hence the atomic accesses. */
     unsigned char resp;
+    /* Pub/Sub (cmd_pubsub.c): the subscriptions, created at the first subscribe command and
+     * freed with the session (CLIENT LIST reads their counts from other threads); conn and
+     * conn_out are what the network layer delivers messages through (NULL: nowhere). */
+    struct pubsub_client *pubsub;
+    void *conn;
+    struct rbuf *conn_out;
 };
 
 /* Services of the layers above, provided by the network layer (src/net/hooks.c). Any may be

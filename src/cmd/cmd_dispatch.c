@@ -106,6 +106,28 @@ void cmd_execute_while_busy(struct cmd_env *env, struct session *s, int argc, ch
     tl_restricted = 0;
 }
 
+/* Redis 7.0's refusal in the RESP2 subscribed state, naming the command as Redis's fullname
+ * does (a container's subcommand as "client|list"). */
+static void pubsub_refused(struct session *s, int idx, int argc, char **argv,
+                           const size_t *lens, struct rbuf *out)
+{
+    const struct cmd_def *d = &cmd_defs[idx];
+    char name[96];
+    int n = snprintf(name, sizeof(name), "%s", d->name);
+    if ((d->doc.extra & CMD_SHOW_CONTAINER) && argc >= 2 && lens[1] < 48) {
+        name[n++] = '|';
+        for (size_t i = 0; i < lens[1]; i++)
+            name[n++] = (char)((argv[1][i] >= 'A' && argv[1][i] <= 'Z') ? argv[1][i] + 32
+                                                                          : argv[1][i]);
+        name[n] = '\0';
+    }
+    char msg[256];
+    snprintf(msg, sizeof(msg),
+             "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
+             "RESET are allowed in this context", name);
+    reject(s, idx, out, msg);
+}
+
 #define OOM_TEXT "OOM command not allowed when used memory > 'maxmemory'."
 
 /* Redis 7.0's maxmemory gate, before a command runs or is queued: over the limit, a command
@@ -179,6 +201,10 @@ void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
             return;
         }
         reject(s, idx, out, OOM_TEXT);
+        return;
+    }
+    if ((s->flags & SESSION_PUBSUB) && s->resp == 2 && !(d->flags & CMD_PUBSUB_OK)) {
+        pubsub_refused(s, idx, argc, argv, lens, out);
         return;
     }
     if ((s->flags & SESSION_IN_MULTI) && !(d->flags & CMD_NOQUEUE)) {
