@@ -25,6 +25,9 @@ struct pubsub_client;
 #define SESSION_MULTI_DENYOOM 8u     /* a queued command may grow memory: EXEC obeys maxmemory */
 #define SESSION_PUBSUB 16u           /* holds a subscription: RESP2 allows only the subscribe
                                       * commands, PING, QUIT and RESET (cmd_pubsub.c) */
+#define SESSION_REPLY_OFF 32u        /* CLIENT REPLY OFF: no replies (pushes still go out) */
+#define SESSION_REPLY_SKIP_NEXT 64u  /* CLIENT REPLY SKIP: the next command's reply is dropped */
+#define SESSION_REPLY_SKIP 128u      /* the running command's reply is dropped */
 
 /* Per-connection state the commands read and change. Owned by the connection (client.c). */
 struct session {

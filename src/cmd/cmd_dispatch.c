@@ -158,8 +158,40 @@ static int oom_refused(const struct cmd_env *env, const struct session *s,
     return ks_used_memory(env->ks) + held > (uint64_t)max;
 }
 
+static void execute(struct cmd_env *env, struct session *s, int argc, char **argv,
+                    const size_t *lens, struct rbuf *out);
+
+#define REPLY_MODES (SESSION_REPLY_OFF | SESSION_REPLY_SKIP_NEXT | SESSION_REPLY_SKIP)
+
+/* CLIENT REPLY OFF / SKIP: the command runs and its reply is dropped, except what Redis sends
+ * as pushes whatever the mode, the subscribe commands' notifications. */
+static void execute_quietly(struct cmd_env *env, struct session *s, int argc, char **argv,
+                            const size_t *lens, struct rbuf *out)
+{
+    if (s->flags & SESSION_REPLY_SKIP_NEXT)
+        __atomic_fetch_xor(&s->flags, SESSION_REPLY_SKIP_NEXT | SESSION_REPLY_SKIP,
+                           __ATOMIC_RELAXED);
+    size_t mark = out->len;
+    execute(env, s, argc, argv, lens, out);
+    int idx = cmd_lookup(argv[0], lens[0]);
+    size_t n = idx >= 0 ? strlen(cmd_defs[idx].name) : 0;
+    int notifies = n >= 9 && strcmp(cmd_defs[idx].name + n - 9, "subscribe") == 0;
+    if ((s->flags & (SESSION_REPLY_OFF | SESSION_REPLY_SKIP)) && !notifies)
+        out->len = mark;
+    __atomic_fetch_and(&s->flags, ~(unsigned)SESSION_REPLY_SKIP, __ATOMIC_RELAXED);
+}
+
 void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
                  const size_t *lens, struct rbuf *out)
+{
+    if (__builtin_expect((s->flags & REPLY_MODES) != 0, 0))
+        execute_quietly(env, s, argc, argv, lens, out);
+    else
+        execute(env, s, argc, argv, lens, out);
+}
+
+static void execute(struct cmd_env *env, struct session *s, int argc, char **argv,
+                    const size_t *lens, struct rbuf *out)
 {
     if (argc <= 0)
         return;

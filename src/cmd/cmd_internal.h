@@ -40,6 +40,7 @@
 /* Runs on a RESP2 connection in the subscribed state (the subscribe commands, PING, QUIT,
  * RESET); any other command is refused there, as in Redis. */
 #define CMD_PUBSUB_OK 0x20000u
+#define CMD_PUBSUB 0x40000u /* a Pub/Sub command (COMMAND's "pubsub" flag) */
 
 /* The argument that counts a CMD_NUMKEYS command's keys; the keys follow it. */
 #define CMD_NUMKEYS_ARG(d) ((d)->flags & CMD_NUMKEYS_AT1 ? 1 : 2)

@@ -234,7 +234,7 @@ static void cmd_pubsub(struct cmd_ctx *x)
 
 /* ---- the table (cmd_internal.h "one row per command") ---- */
 
-#define SUBSCRIBING (CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_PUBSUB_OK)
+#define SUBSCRIBING (CMD_PUBSUB | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_PUBSUB_OK)
 
 const struct cmd_def cmd_pubsub_table[] = {
     {"subscribe", -2, SUBSCRIBING, 0, 0, 0, "pubsub slow", cmd_subscribe,
@@ -264,23 +264,23 @@ const struct cmd_def cmd_pubsub_table[] = {
      {.summary = "Listens for messages published to shard channels.", .since = "7.0.0",
       .group = "pubsub",
       .complexity = "O(N) where N is the number of shard channels to subscribe to.",
-      .args = "*shardchannel:key", .keyflags = "RO"}},
+      .args = "*shardchannel:key", .keyflags = "not_key"}},
     {"sunsubscribe", -1, SUBSCRIBING, 1, -1, 1, "pubsub slow", cmd_sunsubscribe,
      {.summary = "Stops listening to messages posted to shard channels.", .since = "7.0.0",
       .group = "pubsub",
       .complexity = "O(N) where N is the number of clients already subscribed to a shard "
                     "channel.",
-      .args = "?*shardchannel:key", .keyflags = "RO"}},
-    {"publish", 3, CMD_LOADING | CMD_STALE | CMD_FAST, 0, 0, 0, "pubsub fast", cmd_publish,
+      .args = "?*shardchannel:key", .keyflags = "not_key"}},
+    {"publish", 3, CMD_PUBSUB | CMD_LOADING | CMD_STALE | CMD_FAST, 0, 0, 0, "pubsub fast", cmd_publish,
      {.summary = "Posts a message to a channel.", .since = "2.0.0", .group = "pubsub",
       .complexity = "O(N+M) where N is the number of clients subscribed to the receiving "
                     "channel and M is the total number of subscribed patterns (by any client).",
       .args = "channel:string message:string"}},
-    {"spublish", 3, CMD_LOADING | CMD_STALE | CMD_FAST, 1, 1, 1, "pubsub fast", cmd_spublish,
+    {"spublish", 3, CMD_PUBSUB | CMD_LOADING | CMD_STALE | CMD_FAST, 1, 1, 1, "pubsub fast", cmd_spublish,
      {.summary = "Post a message to a shard channel", .since = "7.0.0", .group = "pubsub",
       .complexity = "O(N) where N is the number of clients subscribed to the receiving shard "
                     "channel.",
-      .args = "shardchannel:key message:string", .keyflags = "RO"}},
+      .args = "shardchannel:key message:string", .keyflags = "not_key"}},
     {"pubsub", -2, 0, 0, 0, 0, "slow", cmd_pubsub,
      {.summary = "A container for Pub/Sub commands.", .since = "2.8.0", .group = "pubsub",
       .complexity = "Depends on subcommand.", .extra = CMD_SHOW_CONTAINER}},

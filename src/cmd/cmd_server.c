@@ -241,6 +241,7 @@ static const char *const client_help[] = {
     "GETNAME", "    Return the name of the current connection.",
     "SETNAME <name>", "    Assign the name <name> to the current connection.",
     "SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
+    "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
     "HELP", "    Print this help.",
     NULL,
 };
@@ -329,6 +330,20 @@ static void cmd_client(struct cmd_ctx *x)
         rbuf_free(&tmp);
     } else if (arg_is(x, 1, "KILL") && x->argc >= 3) {
         client_kill(x);
+    } else if (arg_is(x, 1, "REPLY") && x->argc == 3) {
+        /* Redis's CLIENT REPLY: the dispatcher drops the replies (cmd_execute). */
+        if (arg_is(x, 2, "ON")) {
+            __atomic_fetch_and(&s->flags, ~(unsigned)(SESSION_REPLY_OFF | SESSION_REPLY_SKIP),
+                               __ATOMIC_RELAXED);
+            reply_ok(x->out);
+        } else if (arg_is(x, 2, "OFF")) {
+            __atomic_fetch_or(&s->flags, SESSION_REPLY_OFF, __ATOMIC_RELAXED);
+        } else if (arg_is(x, 2, "SKIP")) {
+            if (!(s->flags & SESSION_REPLY_OFF))
+                __atomic_fetch_or(&s->flags, SESSION_REPLY_SKIP_NEXT, __ATOMIC_RELAXED);
+        } else {
+            reply_syntax_error(x->out);
+        }
     } else if (arg_is(x, 1, "HELP")) {
         reply_help_lines(x->out, client_help);
     } else {
