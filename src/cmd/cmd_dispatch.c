@@ -112,6 +112,14 @@ static void pubsub_refused(struct session *s, int idx, int argc, char **argv,
                            const size_t *lens, struct rbuf *out)
 {
     const struct cmd_def *d = &cmd_defs[idx];
+    char err[256];
+    if (argc >= 2 && strcmp(d->name, "pubsub") == 0) {
+        const char *e = pubsub_subcmd_error(argc, argv, lens, err, sizeof(err));
+        if (e != NULL) {
+            reject(s, idx, out, e);
+            return;
+        }
+    }
     char name[96];
     int n = snprintf(name, sizeof(name), "%s", d->name);
     if ((d->doc.extra & CMD_SHOW_CONTAINER) && argc >= 2 && lens[1] < 48) {

@@ -194,6 +194,11 @@ void stats_reset(struct cmd_env *env);
      offsetof(struct cmd_stats, field))
 
 /* RESET's part in Pub/Sub (cmd_pubsub.c): every subscription dropped without replies. */
+/* PUBSUB's subcommand checked as Redis does before the RESP2 subscribed state's refusal by
+ * full name ("pubsub|numpat"): an unknown subcommand or a subcommand's wrong arity is that
+ * error, written into buf (cap bytes) and returned; else NULL. */
+const char *pubsub_subcmd_error(int argc, char **argv, const size_t *lens, char *buf,
+                                size_t cap);
 void session_pubsub_reset(struct session *s);
 
 /* Transactions (cmd_tx.c). */

@@ -5,10 +5,12 @@
  * PING's reply, the pubsub class of client-output-buffer-limit). */
 #include "cmd_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "rlimitd/conf.h"
 #include "rlimitd/pubsub.h"
+#include "rlimitd/util.h"
 
 static struct pubsub_client *client_of(struct session *s)
 {
@@ -171,7 +173,7 @@ static const char *const pubsub_help[] = {
     "SHARDNUMSUB [<shardchannel> ...]",
     "    Return the number of subscribers for the specified shard level channel(s)",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
     NULL,
 };
 
@@ -202,6 +204,32 @@ static void numsub(struct cmd_ctx *x, enum pubsub_kind k)
         reply_bulk(x->out, x->argv[i], x->lens[i]);
         reply_int(x->out, pubsub_numsub(k, x->argv[i], x->lens[i]));
     }
+}
+
+/* PUBSUB's subcommands with Redis's arities: what the RESP2 subscribed state's gate checks
+ * before refusing by the full name. */
+static const struct {
+    const char *name;
+    int arity;
+} pubsub_subs[] = {{"channels", -2}, {"help", 2},           {"numpat", 2},
+                   {"numsub", -2},   {"shardchannels", -2}, {"shardnumsub", -2}};
+
+const char *pubsub_subcmd_error(int argc, char **argv, const size_t *lens, char *buf,
+                                size_t cap)
+{
+    for (size_t i = 0; i < sizeof(pubsub_subs) / sizeof(pubsub_subs[0]); i++) {
+        if (!util_eq_nocase(argv[1], lens[1], pubsub_subs[i].name))
+            continue;
+        int a = pubsub_subs[i].arity;
+        if (a >= 0 ? argc == a : argc >= -a)
+            return NULL;
+        snprintf(buf, cap, "ERR wrong number of arguments for 'pubsub|%s' command",
+                 pubsub_subs[i].name);
+        return buf;
+    }
+    snprintf(buf, cap, "ERR unknown subcommand '%.*s'. Try PUBSUB HELP.",
+             (int)(lens[1] > 128 ? 128 : lens[1]), argv[1]);
+    return buf;
 }
 
 static void cmd_pubsub(struct cmd_ctx *x)

@@ -114,6 +114,15 @@ void pubsub_thread_detach(void)
     tl_self = NULL;
 }
 
+/* Redis's stringmatchlen: util_glob_match's glob, except that an empty string matches only the
+ * empty pattern (Redis's loop never starts on it, so not even "*" matches the channel ""). */
+static int match(const char *pat, size_t plen, const char *s, size_t slen)
+{
+    if (slen == 0)
+        return plen == 0;
+    return util_glob_match(pat, plen, s, slen, 0);
+}
+
 /* ---- frames ---- */
 
 static void put_bulk(struct rbuf *b, const char *p, size_t n)
@@ -177,7 +186,7 @@ static int64_t reach(struct pubsub_thread *t, unsigned char kind, const char *ch
         struct ps_map *pm = &t->tab[PUBSUB_PATTERN];
         for (uint32_t i = 0; i < pm->nents && pm->count > 0; i++) {
             struct ps_ent *p = &pm->ents[i];
-            if (p->key == NULL || !util_glob_match(p->key, p->len, chan, clen, 0))
+            if (p->key == NULL || !match(p->key, p->len, chan, clen))
                 continue;
             struct ps_subs *s = p->val;
             if (deliver)
@@ -445,7 +454,7 @@ int64_t pubsub_names(enum pubsub_kind k, const char *pat, size_t plen, pubsub_na
         struct ps_map *m = &t->tab[k];
         for (uint32_t j = 0; j < m->nents; j++) {
             struct ps_ent *e = &m->ents[j];
-            if (e->key == NULL || (pat != NULL && !util_glob_match(pat, plen, e->key, e->len, 0)))
+            if (e->key == NULL || (pat != NULL && !match(pat, plen, e->key, e->len)))
                 continue;
             if (nthreads > 1) {
                 if (ps_map_get(&seen, e->key, e->len) != NULL)
