@@ -7,7 +7,8 @@
  * message in the thread's inbox (a lock-free list), then wake the thread, which delivers it to
  * the subscribers it has at that moment. A publisher delivers to its own thread's subscribers
  * at once. No lock is common to all publishers, and messages from one publisher reach every
- * subscriber in the order they were published.
+ * subscriber in the order they were published. The wake-ups of a loop turn's publishes are sent
+ * together at the turn's end (pubsub_flush_wakes).
  *
  * Lock order: a caller may hold keyspace shard locks when it publishes; a table's rwlock is
  * taken last and nothing is locked while it is held. */
@@ -42,6 +43,11 @@ void pubsub_thread_attach(int index, void (*wake)(void *ud), void *wake_ud,
                           void (*kick)(void *conn));
 /* At the thread's end, after its connections are gone: drops undelivered messages. */
 void pubsub_thread_detach(void);
+
+/* Wakes the threads this thread's publishes left messages for since the last call (a publish
+ * on an attached thread leaves them unwoken: the loop calls this once per turn, before it
+ * writes the turn's replies, so a publisher's reply never overtakes the wake-up). */
+void pubsub_flush_wakes(void);
 
 /* Delivers the messages waiting in this thread's inbox. Returns how many. */
 size_t pubsub_drain(void);

@@ -473,6 +473,7 @@ void client_pubsub_kick(void *conn)
 
 void client_flush_queued(struct io_thread *t)
 {
+    pubsub_flush_wakes(); /* before the replies: a PUBLISH's reply follows its wake-up */
     while (t->flush_list != NULL) {
         struct client *c = t->flush_list;
         t->flush_list = c->flush_next;
