@@ -76,8 +76,14 @@ void pubsub_init(int n)
     if (threads == NULL)
         alloc_fail(sizeof(*threads) * (size_t)n);
     memset(threads, 0, sizeof(*threads) * (size_t)n);
+    /* Writers first: a thread's own subscribe must not wait behind a steady stream of other
+     * threads' publishes (no reader takes the lock twice, so this cannot deadlock). */
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     for (int i = 0; i < n; i++)
-        pthread_rwlock_init(&threads[i].lock, NULL);
+        pthread_rwlock_init(&threads[i].lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
 }
 
 void pubsub_free(void)
