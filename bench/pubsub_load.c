@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proc_stat.h"
+
 static int port, subs = 1, pipeline = 16, payload = 32;
 static long messages = 100000;
 static int *sub_fd;
@@ -75,25 +77,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* utime + stime of the process, all threads, in seconds. */
-static double cpu_s(long pid)
-{
-    char path[64], buf[2048];
-    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    unsigned long long ut = 0, st = 0;
-    if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-                            &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* Every subscriber reads until it has all messages' frames (their size is known). */
@@ -187,7 +170,7 @@ int main(int argc, char **argv)
     char *replies = malloc((size_t)rl * (size_t)pipeline);
 
     pthread_t reader;
-    double c0 = pid > 0 ? cpu_s(pid) : 0, t0 = now_s();
+    double c0 = pid > 0 ? proc_cpu_s(pid) : 0, t0 = now_s();
     pthread_create(&reader, NULL, read_subscribers, NULL);
     for (long sent = 0; sent < messages;) {
         int d = messages - sent < pipeline ? (int)(messages - sent) : pipeline;
@@ -199,7 +182,7 @@ int main(int argc, char **argv)
         sent += d;
     }
     pthread_join(reader, NULL);
-    double t1 = now_s(), c1 = pid > 0 ? cpu_s(pid) : 0;
+    double t1 = now_s(), c1 = pid > 0 ? proc_cpu_s(pid) : 0;
     double cpu = c1 - c0, secs = t1 - t0;
     printf("subscribers=%d messages=%ld pipeline=%d payload=%d secs=%.3f msgs_per_s=%.0f "
            "server_cpu_s=%.3f us_per_msg=%.3f us_per_delivery=%.4f\n",
