@@ -198,3 +198,92 @@ Test(pubsub, disconnect_unsubscribes)
     it_stop(d);
     it_assert_clean_log(d);
 }
+
+/* GET /metrics on port; the body (malloc'd). */
+static char *scrape(int port)
+{
+    int fd = it_raw_connect(port);
+    const char req[] = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    struct it_io io;
+    it_raw_exchange(fd, req, sizeof(req) - 1, 10000, 1 << 24, 0, &io);
+    close(fd);
+    char *body = strstr(io.data, "\r\n\r\n");
+    cr_assert(body != NULL, "GET /metrics: %.200s", io.data);
+    char *copy = strdup(body + 4);
+    free(io.data);
+    return copy;
+}
+
+/* The value of a sample (name with labels, exactly as exposed); asserts it is there. */
+static double sample(const char *text, const char *series)
+{
+    size_t n = strlen(series);
+    for (const char *p = text; p != NULL && *p != '\0';) {
+        if (strncmp(p, series, n) == 0 && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+        p = strchr(p, '\n');
+        if (p != NULL)
+            p++;
+    }
+    cr_assert_fail("no sample %s in:\n%s", series, text);
+    return -1;
+}
+
+/* What operators see: INFO's counts of distinct names, CLIENT LIST's sub/psub/ssub and flag P,
+ * and /metrics' subscribers, channels and message counters, over connections on both threads. */
+Test(pubsub, info_client_list_and_metrics)
+{
+    int mport = it_free_port();
+    char mp[16];
+    snprintf(mp, sizeof mp, "%d", mport);
+    struct it_daemon *d = it_start(IT_ARGS("--threads", "2", "--metrics-port", mp));
+    redisContext *a = it_connect(d->port), *b = it_connect(d->port), *c = it_connect(d->port);
+    freeReplyObject(it_cmd(a, "CLIENT SETNAME subA"));
+    redisReply *r = it_cmd(a, "SUBSCRIBE x y");
+    freeReplyObject(r);
+    redisGetReply(a, (void **)&r); /* the second notification */
+    freeReplyObject(r);
+    freeReplyObject(it_cmd(a, "PSUBSCRIBE p*"));
+    freeReplyObject(it_cmd(a, "SSUBSCRIBE s"));
+    r = it_cmd(b, "SUBSCRIBE y z");
+    freeReplyObject(r);
+    redisGetReply(b, (void **)&r);
+    freeReplyObject(r);
+    freeReplyObject(it_cmd(b, "PSUBSCRIBE p*"));
+
+    cr_assert_eq(it_info_int(c, "stats", "pubsub_channels"), 3);        /* x y z */
+    cr_assert_eq(it_info_int(c, "stats", "pubsub_patterns"), 1);        /* p* twice */
+    cr_assert_eq(it_info_int(c, "stats", "pubsubshard_channels"), 1);
+    r = it_cmd(c, "CLIENT LIST");
+    cr_assert_eq(r->type, REDIS_REPLY_STRING);
+    const char *line = strstr(r->str, "name=subA");
+    cr_assert(line != NULL, "%s", r->str);
+    cr_assert(strstr(line, "flags=P db=0 sub=2 psub=1 ssub=1 ") != NULL, "%s", r->str);
+    freeReplyObject(r);
+    r = it_cmd(c, "CLIENT INFO");
+    cr_assert(strstr(r->str, "flags=N db=0 sub=0 psub=0 ssub=0 ") != NULL, "%s", r->str);
+    freeReplyObject(r);
+
+    IT_INT(it_cmd(c, "PUBLISH y m"), 2);
+    IT_INT(it_cmd(c, "PUBLISH px m"), 2);
+    IT_INT(it_cmd(c, "SPUBLISH s m"), 1);
+    char *m = scrape(mport);
+    cr_assert_eq(sample(m, "rlimitd_pubsub_subscribers"), 2);
+    cr_assert_eq(sample(m, "rlimitd_pubsub_channels{kind=\"channel\"}"), 3);
+    cr_assert_eq(sample(m, "rlimitd_pubsub_channels{kind=\"pattern\"}"), 1);
+    cr_assert_eq(sample(m, "rlimitd_pubsub_channels{kind=\"shard\"}"), 1);
+    cr_assert_eq(sample(m, "rlimitd_pubsub_published_total"), 3);
+    cr_assert_eq(sample(m, "rlimitd_pubsub_delivered_total"), 5);
+    free(m);
+
+    /* RESET leaves the subscribed state and every subscription. */
+    freeReplyObject(it_cmd(a, "RESET"));
+    cr_assert_eq(it_info_int(c, "stats", "pubsub_channels"), 2);
+    cr_assert_eq(it_info_int(c, "stats", "pubsubshard_channels"), 0);
+    IT_INT(it_cmd(c, "PUBLISH x m"), 0);
+    redisFree(a);
+    redisFree(b);
+    redisFree(c);
+    it_stop(d);
+    it_assert_clean_log(d);
+}
