@@ -80,6 +80,11 @@ uint32_t pubsub_count(const struct pubsub_client *c, enum pubsub_kind k);
 int64_t pubsub_publish(enum pubsub_kind k, const char *chan, size_t clen, const char *msg,
                        size_t mlen);
 
+/* Whether any connection on any thread holds any subscription: a few relaxed loads, for
+ * callers that would build a message (keyspace notifications) only to find nobody listens.
+ * A subscription completed before the call is seen. */
+int pubsub_any(void);
+
 /* PUBSUB NUMSUB / SHARDNUMSUB: subscribers of one channel on every thread. */
 int64_t pubsub_numsub(enum pubsub_kind k, const char *name, size_t len);
 /* PUBSUB CHANNELS / SHARDCHANNELS / the distinct patterns: calls fn once per distinct name of

@@ -488,6 +488,14 @@ void pubsub_client_free(struct pubsub_client *c)
 
 /* ---- PUBSUB, INFO ---- */
 
+int pubsub_any(void)
+{
+    for (int i = 0; i < nthreads; i++)
+        if (atomic_load_explicit(&threads[i].pairs, memory_order_acquire) != 0)
+            return 1;
+    return 0;
+}
+
 int64_t pubsub_numsub(enum pubsub_kind k, const char *name, size_t len)
 {
     int64_t n = 0;

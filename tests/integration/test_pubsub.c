@@ -107,8 +107,7 @@ Test(pubsub, every_message_in_publisher_order_across_threads)
     for (int i = 0; i < SUBSCRIBERS; i++)
         redisFree(subs[i]);
     redisFree(c);
-    it_stop(d);
-    it_assert_clean_log(d);
+    it_stop(d); /* asserts a clean exit and log */
 }
 
 /* A subscriber with a small receive buffer that never reads. */
@@ -164,8 +163,7 @@ Test(pubsub, slow_subscriber_is_closed_by_the_pubsub_limit_publisher_goes_on)
     close(lazy);
     redisFree(fast);
     redisFree(pub);
-    it_stop(d);
-    it_assert_clean_log(d);
+    it_stop(d); /* asserts a clean exit and log */
 }
 
 /* A subscriber's connection closing drops its subscriptions at once, on whichever thread. */
@@ -195,8 +193,7 @@ Test(pubsub, disconnect_unsubscribes)
         IT_INT(it_cmd(c, "SPUBLISH sh x"), 0);
     }
     redisFree(c);
-    it_stop(d);
-    it_assert_clean_log(d);
+    it_stop(d); /* asserts a clean exit and log */
 }
 
 /* GET /metrics on port; the body (malloc'd). */
@@ -284,6 +281,5 @@ Test(pubsub, info_client_list_and_metrics)
     redisFree(a);
     redisFree(b);
     redisFree(c);
-    it_stop(d);
-    it_assert_clean_log(d);
+    it_stop(d); /* asserts a clean exit and log */
 }

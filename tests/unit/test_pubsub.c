@@ -74,7 +74,9 @@ Test(pubsub, frames_in_both_protocols_channel_then_patterns)
     struct conn a, b;
     conn_open(&a, 2);
     conn_open(&b, 3);
+    cr_assert_eq(pubsub_any(), 0);
     cr_assert_eq(pubsub_subscribe(a.ps, PUBSUB_CHANNEL, "news", 4), 1);
+    cr_assert_eq(pubsub_any(), 1);
     cr_assert_eq(pubsub_subscribe(a.ps, PUBSUB_CHANNEL, "news", 4), 0);
     cr_assert_eq(pubsub_subscribe(a.ps, PUBSUB_PATTERN, "n*", 2), 1);
     cr_assert_eq(pubsub_subscribe(b.ps, PUBSUB_PATTERN, "n[a-z]ws", 8), 1);
@@ -95,6 +97,7 @@ Test(pubsub, frames_in_both_protocols_channel_then_patterns)
     conn_close(&b);
     cr_assert_eq(pubsub_publish(PUBSUB_CHANNEL, "news", 4, "hi", 2), 0);
     cr_assert_eq(pubsub_names(PUBSUB_PATTERN, NULL, 0, NULL, NULL), 0);
+    cr_assert_eq(pubsub_any(), 0);
 }
 
 Test(pubsub, empty_channel_matches_only_the_empty_pattern)
