@@ -30,6 +30,7 @@ declare -A HEADER_LAYER=(
     [script]=script
     [cmd]=cmd [waiters]=cmd
     [snap]=persist [persist]=persist
+    [pubsub]=pubsub
     [server]=net [busypoll]=net [notify]=net
     [redismodule_api]=module
 )
@@ -43,10 +44,11 @@ declare -A ALLOWED=(
     [store]="base limiter"
     [proto]="base"
     [script]="base proto"
-    [cmd]="base limiter store proto script"
+    [pubsub]="base"
+    [cmd]="base limiter store proto pubsub script"
     [persist]="base limiter store"
-    [net]="base limiter store proto cmd persist"
-    [main]="base limiter store proto cmd persist net"
+    [net]="base limiter store proto pubsub cmd persist"
+    [main]="base limiter store proto pubsub cmd persist net"
     [module]="base limiter"
 )
 declare -A FORBIDDEN_SYS=(
@@ -54,6 +56,7 @@ declare -A FORBIDDEN_SYS=(
     [limiter]='uv\.h|hiredis|xxhash'
     [store]='uv\.h|hiredis|xxhash'
     [proto]='uv\.h|hiredis'
+    [pubsub]='uv\.h|hiredis|xxhash'
     [script]='uv\.h|hiredis|xxhash'
     [cmd]='uv\.h|hiredis'
     [persist]='uv\.h|hiredis'
@@ -66,6 +69,7 @@ declare -A FORBIDDEN_SYS=(
 declare -A PURE_DENY=(
     [limiter]='log conf stats'
     [store]='log conf stats'
+    [pubsub]='log conf stats'
     [module]='log conf stats clock'
 )
 # Within cmd, only resp.h of proto is off limits: commands write replies but never parse requests.
@@ -128,7 +132,7 @@ else
     pass=$((pass + 1))
 fi
 
-for layer in base limiter store proto script cmd persist net module; do
+for layer in base limiter store proto pubsub script cmd persist net module; do
     shopt -s nullglob
     files=("$layer"/*.c "$layer"/*.h)
     shopt -u nullglob

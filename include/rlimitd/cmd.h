@@ -18,6 +18,7 @@ struct rbuf;
 struct multi;
 struct waiter;
 struct wait_home;
+struct pubsub_client;
 
 /* Session flags */
 #define SESSION_CLOSE_AFTER_REPLY 1u /* QUIT, protocol error, CLIENT KILL of self */
@@ -25,6 +26,11 @@ struct wait_home;
 #define SESSION_MULTI_DIRTY 4u       /* a command was refused while queueing: EXEC aborts */
 #define SESSION_MULTI_DENYOOM 8u     /* a queued command may grow memory: EXEC obeys maxmemory */
 #define SESSION_BLOCKED 16u          /* a request waits for capacity (WAIT): CLIENT LIST flags=b */
+#define SESSION_PUBSUB 32u           /* holds a subscription: RESP2 allows only the subscribe
+                                      * commands, PING, QUIT and RESET (cmd_pubsub.c) */
+#define SESSION_REPLY_OFF 64u        /* CLIENT REPLY OFF: no replies (pushes still go out) */
+#define SESSION_REPLY_SKIP_NEXT 128u  /* CLIENT REPLY SKIP: the next command's reply is dropped */
+#define SESSION_REPLY_SKIP 256u      /* the running command's reply is dropped */
 
 /* Per-connection state the commands read and change. Owned by the connection (client.c). */
 struct session {
@@ -57,6 +63,12 @@ struct session {
     unsigned char wait_off;
     struct wait_home *wait_home;
     struct waiter *waiter;
+    /* Pub/Sub (cmd_pubsub.c): the subscriptions, created at the first subscribe command and
+     * freed with the session (CLIENT LIST reads their counts from other threads); conn and
+     * conn_out are what the network layer delivers messages through (NULL: nowhere). */
+    struct pubsub_client *pubsub;
+    void *conn;
+    struct rbuf *conn_out;
 };
 
 /* Services of the layers above, provided by the network layer (src/net/hooks.c). Any may be

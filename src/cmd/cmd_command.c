@@ -91,7 +91,7 @@ static const struct {
     const char *name;
 } flag_names[] = {
     {CMD_WRITE, "write"},    {CMD_READONLY, "readonly"},          {CMD_DENYOOM, "denyoom"},
-    {CMD_ADMIN, "admin"},    {CMD_NOSCRIPT, "noscript"},          {CMD_LOADING, "loading"},
+    {CMD_ADMIN, "admin"},    {CMD_PUBSUB, "pubsub"},              {CMD_NOSCRIPT, "noscript"},          {CMD_LOADING, "loading"},
     {CMD_STALE, "stale"},    {CMD_SHOW_SKIP_MONITOR, "skip_monitor"},
     {CMD_SHOW_SKIP_SLOWLOG, "skip_slowlog"}, {CMD_FAST, "fast"}, {CMD_NOAUTH, "no_auth"},
     {CMD_SHOW_NO_MANDATORY_KEYS, "no_mandatory_keys"},

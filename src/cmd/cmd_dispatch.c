@@ -106,6 +106,36 @@ void cmd_execute_while_busy(struct cmd_env *env, struct session *s, int argc, ch
     tl_restricted = 0;
 }
 
+/* Redis 7.0's refusal in the RESP2 subscribed state, naming the command as Redis's fullname
+ * does (a container's subcommand as "client|list"). */
+static void pubsub_refused(struct session *s, int idx, int argc, char **argv,
+                           const size_t *lens, struct rbuf *out)
+{
+    const struct cmd_def *d = &cmd_defs[idx];
+    char err[256];
+    if (argc >= 2 && strcmp(d->name, "pubsub") == 0) {
+        const char *e = pubsub_subcmd_error(argc, argv, lens, err, sizeof(err));
+        if (e != NULL) {
+            reject(s, idx, out, e);
+            return;
+        }
+    }
+    char name[96];
+    int n = snprintf(name, sizeof(name), "%s", d->name);
+    if ((d->doc.extra & CMD_SHOW_CONTAINER) && argc >= 2 && lens[1] < 48) {
+        name[n++] = '|';
+        for (size_t i = 0; i < lens[1]; i++)
+            name[n++] = (char)((argv[1][i] >= 'A' && argv[1][i] <= 'Z') ? argv[1][i] + 32
+                                                                          : argv[1][i]);
+        name[n] = '\0';
+    }
+    char msg[256];
+    snprintf(msg, sizeof(msg),
+             "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
+             "RESET are allowed in this context", name);
+    reject(s, idx, out, msg);
+}
+
 #define OOM_TEXT "OOM command not allowed when used memory > 'maxmemory'."
 
 /* Redis 7.0's maxmemory gate, before a command runs or is queued: over the limit, a command
@@ -136,8 +166,40 @@ static int oom_refused(const struct cmd_env *env, const struct session *s,
     return ks_used_memory(env->ks) + held > (uint64_t)max;
 }
 
+static void execute(struct cmd_env *env, struct session *s, int argc, char **argv,
+                    const size_t *lens, struct rbuf *out);
+
+#define REPLY_MODES (SESSION_REPLY_OFF | SESSION_REPLY_SKIP_NEXT | SESSION_REPLY_SKIP)
+
+/* CLIENT REPLY OFF / SKIP: the command runs and its reply is dropped, except what Redis sends
+ * as pushes whatever the mode, the subscribe commands' notifications. */
+static void execute_quietly(struct cmd_env *env, struct session *s, int argc, char **argv,
+                            const size_t *lens, struct rbuf *out)
+{
+    if (s->flags & SESSION_REPLY_SKIP_NEXT)
+        __atomic_fetch_xor(&s->flags, SESSION_REPLY_SKIP_NEXT | SESSION_REPLY_SKIP,
+                           __ATOMIC_RELAXED);
+    size_t mark = out->len;
+    execute(env, s, argc, argv, lens, out);
+    int idx = cmd_lookup(argv[0], lens[0]);
+    size_t n = idx >= 0 ? strlen(cmd_defs[idx].name) : 0;
+    int notifies = n >= 9 && strcmp(cmd_defs[idx].name + n - 9, "subscribe") == 0;
+    if ((s->flags & (SESSION_REPLY_OFF | SESSION_REPLY_SKIP)) && !notifies)
+        out->len = mark;
+    __atomic_fetch_and(&s->flags, ~(unsigned)SESSION_REPLY_SKIP, __ATOMIC_RELAXED);
+}
+
 void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
                  const size_t *lens, struct rbuf *out)
+{
+    if (__builtin_expect((s->flags & REPLY_MODES) != 0, 0))
+        execute_quietly(env, s, argc, argv, lens, out);
+    else
+        execute(env, s, argc, argv, lens, out);
+}
+
+static void execute(struct cmd_env *env, struct session *s, int argc, char **argv,
+                    const size_t *lens, struct rbuf *out)
 {
     if (argc <= 0)
         return;
@@ -179,6 +241,10 @@ void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
             return;
         }
         reject(s, idx, out, OOM_TEXT);
+        return;
+    }
+    if ((s->flags & SESSION_PUBSUB) && s->resp == 2 && !(d->flags & CMD_PUBSUB_OK)) {
+        pubsub_refused(s, idx, argc, argv, lens, out);
         return;
     }
     if ((s->flags & SESSION_IN_MULTI) && !(d->flags & CMD_NOQUEUE)) {

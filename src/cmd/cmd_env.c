@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "rlimitd/clock.h"
+#include "rlimitd/pubsub.h"
 #include "rlimitd/script.h"
 #include "cmd_run.h"
 #include "cmd_tx.h"
@@ -41,6 +42,7 @@ void session_deinit(struct session *s)
 {
     multi_discard(s);
     watch_release_all(s);
+    pubsub_client_free(s->pubsub);
     free(s->name);
     free(s->lib_name);
     free(s->lib_ver);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "rlimitd/clock.h"
+#include "rlimitd/pubsub.h"
 #include "rlimitd/script.h"
 #include "rlimitd/util.h"
 #include "rlimitd/waiters.h"
@@ -346,6 +347,10 @@ static void sec_stats(struct info *in)
     add(in->b, "total_error_replies:%" PRIu64, errors);
     add(in->b, "busy_poll_spins:%" PRIu64, TOTAL(env, busy_poll_spins));
     add(in->b, "busy_poll_backoffs:%" PRIu64, TOTAL(env, busy_poll_backoffs));
+    /* Distinct channels and patterns with a subscriber on any thread, as Redis counts them. */
+    add(in->b, "pubsub_channels:%" PRId64, pubsub_names(PUBSUB_CHANNEL, NULL, 0, NULL, NULL));
+    add(in->b, "pubsub_patterns:%" PRId64, pubsub_names(PUBSUB_PATTERN, NULL, 0, NULL, NULL));
+    add(in->b, "pubsubshard_channels:%" PRId64, pubsub_names(PUBSUB_SHARD, NULL, 0, NULL, NULL));
 }
 
 static void sec_replication(struct info *in)

@@ -37,6 +37,10 @@
  * an existing key in place (never grow it) and the store refuses only a new key over maxmemory,
  * so a full server keeps answering for the limits it holds (CONFIG.md, maxmemory). */
 #define CMD_OOM_NEW_KEY_ONLY 0x10000u
+/* Runs on a RESP2 connection in the subscribed state (the subscribe commands, PING, QUIT,
+ * RESET); any other command is refused there, as in Redis. */
+#define CMD_PUBSUB_OK 0x20000u
+#define CMD_PUBSUB 0x40000u /* a Pub/Sub command (COMMAND's "pubsub" flag) */
 
 /* The argument that counts a CMD_NUMKEYS command's keys; the keys follow it. */
 #define CMD_NUMKEYS_ARG(d) ((d)->flags & CMD_NUMKEYS_AT1 ? 1 : 2)
@@ -107,7 +111,8 @@ struct cmd_def {
 /* The areas, in COMMAND's order; cmd_table.c joins their tables into one at the first lookup. */
 #define CMD_AREAS(X)                                                                              \
     X(limit) X(throttle_all) X(lease) X(string) X(key) X(hash) X(list) X(server) X(slowlog) X(info)      \
-    X(command) X(tx) X(limiter) X(zset) X(zset_read) X(zset_trim) X(zset_random) X(script)
+    X(command) X(tx) X(limiter) X(zset) X(zset_read) X(zset_trim) X(zset_random) X(script) \
+    X(pubsub)
 #define CMD_DECLARE_AREA(a)                                                                       \
     extern const struct cmd_def cmd_##a##_table[];                                                \
     extern const int cmd_##a##_count;
@@ -187,6 +192,14 @@ void stats_reset(struct cmd_env *env);
 #define STATS_CMD_OFF(i, field)                                                                   \
     (offsetof(struct stats, cmd) + (size_t)(i) * sizeof(struct cmd_stats) +                        \
      offsetof(struct cmd_stats, field))
+
+/* RESET's part in Pub/Sub (cmd_pubsub.c): every subscription dropped without replies. */
+/* PUBSUB's subcommand checked as Redis does before the RESP2 subscribed state's refusal by
+ * full name ("pubsub|numpat"): an unknown subcommand or a subcommand's wrong arity is that
+ * error, written into buf (cap bytes) and returned; else NULL. */
+const char *pubsub_subcmd_error(int argc, char **argv, const size_t *lens, char *buf,
+                                size_t cap);
+void session_pubsub_reset(struct session *s);
 
 /* Transactions (cmd_tx.c). */
 void multi_discard(struct session *s);

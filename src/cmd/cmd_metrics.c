@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rlimitd/pubsub.h"
+
 #define TOP_KEYS 10
 
 static void line(struct rbuf *b, const char *s)
@@ -133,6 +135,22 @@ void cmd_metrics(struct cmd_env *env, struct rbuf *out)
         clients = env->hooks.connected_clients(env->hooks.ud);
     family(out, "rlimitd_connected_clients", "gauge", "Client connections.");
     linef(out, "rlimitd_connected_clients %" PRIu64 "\n", clients);
+    struct pubsub_stats ps;
+    pubsub_get_stats(&ps);
+    family(out, "rlimitd_pubsub_subscribers", "gauge",
+           "Connections holding at least one Pub/Sub subscription.");
+    linef(out, "rlimitd_pubsub_subscribers %" PRIu64 "\n", ps.subscribers);
+    family(out, "rlimitd_pubsub_channels", "gauge",
+           "Channels, patterns and shard channels with a subscriber.");
+    static const char *const kinds[PUBSUB_KINDS] = {"channel", "pattern", "shard"};
+    for (int k = 0; k < PUBSUB_KINDS; k++)
+        linef(out, "rlimitd_pubsub_channels{kind=\"%s\"} %" PRId64 "\n", kinds[k],
+              pubsub_names((enum pubsub_kind)k, NULL, 0, NULL, NULL));
+    family(out, "rlimitd_pubsub_published_total", "counter", "PUBLISH and SPUBLISH calls.");
+    linef(out, "rlimitd_pubsub_published_total %" PRIu64 "\n", ps.published);
+    family(out, "rlimitd_pubsub_delivered_total", "counter",
+           "Messages delivered to subscribers (one per receiving subscription).");
+    linef(out, "rlimitd_pubsub_delivered_total %" PRIu64 "\n", ps.delivered);
     family(out, "rlimitd_used_memory_bytes", "gauge", "Bytes used by the keyspace.");
     linef(out, "rlimitd_used_memory_bytes %" PRIu64 "\n", ks_used_memory(env->ks));
 

@@ -19,6 +19,13 @@ static void cmd_ping(struct cmd_ctx *x)
         reply_error(x->out, "ERR wrong number of arguments for 'ping' command");
         return;
     }
+    if ((x->s->flags & SESSION_PUBSUB) && x->s->resp == 2) {
+        /* Redis's subscribed-state reply: a message-like pair a RESP2 subscriber can read. */
+        reply_array(x->out, 2);
+        reply_bulk(x->out, "pong", 4);
+        reply_bulk(x->out, x->argc == 2 ? x->argv[1] : "", x->argc == 2 ? x->lens[1] : 0);
+        return;
+    }
     if (x->argc == 2)
         reply_bulk(x->out, x->argv[1], x->lens[1]);
     else
@@ -46,6 +53,7 @@ static void cmd_reset(struct cmd_ctx *x)
     struct session *s = x->s;
     multi_discard(s);
     watch_release_all(s);
+    session_pubsub_reset(s);
     set_str(x->env, &s->name, NULL, 0);
     /* Redis: RESET de-authenticates the connection when a password is needed. */
     s->authed = !auth_required(x->env);
@@ -233,6 +241,7 @@ static const char *const client_help[] = {
     "GETNAME", "    Return the name of the current connection.",
     "SETNAME <name>", "    Assign the name <name> to the current connection.",
     "SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
+    "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
     "HELP", "    Print this help.",
     NULL,
 };
@@ -321,6 +330,20 @@ static void cmd_client(struct cmd_ctx *x)
         rbuf_free(&tmp);
     } else if (arg_is(x, 1, "KILL") && x->argc >= 3) {
         client_kill(x);
+    } else if (arg_is(x, 1, "REPLY") && x->argc == 3) {
+        /* Redis's CLIENT REPLY: the dispatcher drops the replies (cmd_execute). */
+        if (arg_is(x, 2, "ON")) {
+            __atomic_fetch_and(&s->flags, ~(unsigned)(SESSION_REPLY_OFF | SESSION_REPLY_SKIP),
+                               __ATOMIC_RELAXED);
+            reply_ok(x->out);
+        } else if (arg_is(x, 2, "OFF")) {
+            __atomic_fetch_or(&s->flags, SESSION_REPLY_OFF, __ATOMIC_RELAXED);
+        } else if (arg_is(x, 2, "SKIP")) {
+            if (!(s->flags & SESSION_REPLY_OFF))
+                __atomic_fetch_or(&s->flags, SESSION_REPLY_SKIP_NEXT, __ATOMIC_RELAXED);
+        } else {
+            reply_syntax_error(x->out);
+        }
     } else if (arg_is(x, 1, "HELP")) {
         reply_help_lines(x->out, client_help);
     } else {
@@ -529,7 +552,7 @@ static void cmd_lastsave(struct cmd_ctx *x)
 /* ---- the table (cmd_internal.h "one row per command") ---- */
 
 const struct cmd_def cmd_server_table[] = {
-    {"ping", -1, CMD_FAST, 0, 0, 0, "fast connection", cmd_ping,
+    {"ping", -1, CMD_FAST | CMD_PUBSUB_OK, 0, 0, 0, "fast connection", cmd_ping,
      {.summary = "Answers PONG, or echoes a message", .since = "1.0.0", .group = "connection",
       .complexity = "O(1)", .args = "?message:string",
       .tips = "request_policy:all_shards response_policy:all_succeeded"}},
@@ -537,12 +560,14 @@ const struct cmd_def cmd_server_table[] = {
      {.summary = "Returns the given string", .since = "1.0.0", .group = "connection",
       .complexity = "O(1)", .args = "message:string"}},
     {"quit", -1,
-     CMD_NOAUTH | CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT,
+     CMD_NOAUTH | CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT |
+         CMD_PUBSUB_OK,
      0, 0, 0, "fast connection", cmd_quit,
      {.summary = "Closes the connection after the reply", .since = "1.0.0", .group = "connection",
       .complexity = "O(1)", .extra = CMD_SHOW_ALLOW_BUSY}},
     {"reset", 1,
-     CMD_NOAUTH | CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT,
+     CMD_NOAUTH | CMD_NOQUEUE | CMD_FAST | CMD_LOADING | CMD_STALE | CMD_NOSCRIPT |
+         CMD_PUBSUB_OK,
      0, 0, 0, "fast connection", cmd_reset,
      {.summary = "Resets the connection to its initial state", .since = "6.2.0",
       .group = "connection", .complexity = "O(1)", .extra = CMD_SHOW_ALLOW_BUSY}},

@@ -19,6 +19,7 @@
  * buffer that holds the running command's arguments, and are settled before busy_serve
  * returns. A connection with a write pending is not read (its replies stay in order). */
 #include "busy_serve.h"
+#include "client_thread.h"
 
 #include <errno.h>
 #include <stdlib.h>

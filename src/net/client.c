@@ -13,6 +13,7 @@
 #include "rlimitd/clock.h"
 #include "rlimitd/log.h"
 #include "blocked.h"
+#include "rlimitd/pubsub.h"
 #include "client.h"
 #include "client_info.h"
 
@@ -465,8 +466,16 @@ void client_queue_flush(struct client *c)
  *   (a closed one is CLIENT_CLOSING);
  * - in the prepare phase, just before the poll: libuv runs write callbacks and timers before
  *   it, and what they queued must not wait for the poll to return (it may sleep). */
+void client_pubsub_kick(void *conn)
+{
+    struct client *c = conn;
+    if (c->state != CLIENT_CLOSING && c->thread->running != c)
+        client_queue_flush(c); /* the running one queues itself after its commands */
+}
+
 void client_flush_queued(struct io_thread *t)
 {
+    pubsub_flush_wakes(); /* before the replies: a PUBLISH's reply follows its wake-up */
     while (t->flush_list != NULL) {
         struct client *c = t->flush_list;
         t->flush_list = c->flush_next;
@@ -476,18 +485,6 @@ void client_flush_queued(struct io_thread *t)
         if (output_checked(c) && !resume_if_drained(c)) /* it queues c again */
             client_publish(c);
     }
-}
-
-static void on_flush_check(uv_check_t *h)
-{
-    client_flush_queued(h->data);
-}
-
-static void on_flush_prepare(uv_prepare_t *h)
-{
-    struct io_thread *t = h->data;
-    t->turn++; /* the poll comes next: a new turn, with a budget of its own */
-    client_flush_queued(t);
 }
 
 /* What the slices of the current turn have taken so far (the count starts again each turn). */
@@ -578,6 +575,9 @@ static size_t look_at(const struct client *c, size_t watch)
 static void process(struct client *c)
 {
     struct net_shared *net = c->thread->net;
+    /* Messages published before these commands arrived are delivered before their replies. */
+    if (pubsub_pending())
+        pubsub_drain();
     out_borrow(c);
     size_t watch = output_watch(c);
     size_t mark = look_at(c, watch);
@@ -643,7 +643,7 @@ static void process(struct client *c)
 }
 
 /* blocked.c's resume: the waiting request has been answered, the commands behind it run. */
-static void resume_unblocked(struct client *c)
+void client_resume_unblocked(struct client *c)
 {
     process(c);
 }
@@ -672,57 +672,4 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     stats_add(&c->thread->stats.net_input_bytes, (uint64_t)nread);
     resp_input_commit(&c->resp, (size_t)nread);
     process(c);
-}
-
-struct resp_limits client_limits(struct net_shared *net)
-{
-    struct resp_limits lim;
-    pthread_mutex_lock(&net->env->conf_lock);
-    lim.query_buf = (size_t)net->conf->client_query_buffer_limit;
-    lim.max_bulk = (size_t)net->conf->proto_max_bulk_len;
-    lim.max_args = (size_t)net->conf->proto_max_args;
-    pthread_mutex_unlock(&net->env->conf_lock);
-    return lim;
-}
-
-void client_thread_init(struct io_thread *t)
-{
-    blocked_thread_init(t, resume_unblocked);
-    struct resp_limits lim = client_limits(t->net);
-    resp_shared_init(&t->resp, &lim);
-    rbuf_init(&t->spare_out);
-    t->flush_list = NULL;
-    uv_check_init(&t->loop, &t->flush_check);
-    t->flush_check.data = t;
-    uv_check_start(&t->flush_check, on_flush_check);
-    uv_prepare_init(&t->loop, &t->flush_prepare);
-    t->flush_prepare.data = t;
-    uv_prepare_start(&t->flush_prepare, on_flush_prepare);
-    t->ready_head = t->ready_tail = NULL;
-    uv_idle_init(&t->loop, &t->ready_idle);
-    t->ready_idle.data = t;
-    /* None keeps the loop alive by itself. */
-    uv_unref((uv_handle_t *)&t->flush_check);
-    uv_unref((uv_handle_t *)&t->flush_prepare);
-    uv_unref((uv_handle_t *)&t->ready_idle);
-}
-
-void client_thread_config(struct io_thread *t)
-{
-    struct resp_limits lim = client_limits(t->net);
-    resp_shared_set_limits(&t->resp, &lim);
-}
-
-void client_thread_close_handles(struct io_thread *t)
-{
-    blocked_thread_close(t);
-    uv_close((uv_handle_t *)&t->flush_check, NULL);
-    uv_close((uv_handle_t *)&t->flush_prepare, NULL);
-    uv_close((uv_handle_t *)&t->ready_idle, NULL);
-}
-
-void client_thread_deinit(struct io_thread *t)
-{
-    resp_shared_deinit(&t->resp);
-    rbuf_free(&t->spare_out);
 }

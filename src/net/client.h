@@ -42,6 +42,7 @@ struct io_thread {
     pthread_t tid;
     uv_loop_t loop;
     uv_async_t wakeup; /* shutdown and CLIENT KILL requests from other threads */
+    uv_async_t pubsub_wake; /* messages published on other threads wait in the inbox */
     uv_timer_t cron;   /* active expiry, idle timeouts */
     /* Busy polling (busypoll.h): the prepare and check handles bracket every poll; the idle
      * handle, while started, makes the poll return at once instead of sleeping. */
@@ -158,17 +159,13 @@ static inline void thread_mark_work(struct io_thread *t)
 }
 
 /* client.c */
-/* The thread's shared parser and reply buffers: before its first accept, after a CONFIG SET
- * (limits), after its last close. */
-void client_thread_init(struct io_thread *t);
-void client_thread_config(struct io_thread *t);
-void client_thread_deinit(struct io_thread *t);
-/* Closes the thread's loop handles (before the loop's last run). */
-void client_thread_close_handles(struct io_thread *t);
 /* Starts reading c's input (a no-op while it reads). */
 void client_start_reading(struct client *c);
-/* The request limits as configured now. */
-struct resp_limits client_limits(struct net_shared *net);
+/* A connection blocked on WAIT runs again (blocked.c calls it through blocked_thread_init). */
+void client_resume_unblocked(struct client *c);
+/* Pub/Sub wrote frames into c's reply buffer (pubsub.h's kick): they go out with the turn's
+ * replies. */
+void client_pubsub_kick(void *conn);
 /* Hands the collected replies to the kernel now. */
 void client_flush(struct client *c);
 /* Publishes the connection's buffer figures for CLIENT LIST. */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "rlimitd/pubsub.h"
 #include "rlimitd/clock.h"
 
 void client_format_addr(const struct sockaddr_storage *ss, char *out, size_t outlen)
@@ -59,15 +60,30 @@ void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_m
     char laddr[112];
     local_addr(c, laddr, sizeof(laddr));
     char line[1280];
-    /* Redis 7's fields in Redis's order; we have no pub/sub, so those counts are really 0. */
+    /* The subscription counts are atomics of the session's pubsub_client, which lives as long
+     * as the session (the caller holds the registry lock, so the connection is not freed). */
+    const struct pubsub_client *ps = __atomic_load_n(&s->pubsub, __ATOMIC_ACQUIRE);
+    char fl[4];
+    size_t nfl = 0;
+    if (flags & SESSION_PUBSUB)
+        fl[nfl++] = 'P';
+    if (flags & SESSION_IN_MULTI)
+        fl[nfl++] = 'x';
+    if (flags & SESSION_BLOCKED)
+        fl[nfl++] = 'b';
+    if (nfl == 0)
+        fl[nfl++] = 'N';
+    fl[nfl] = '\0';
+    /* Redis 7's fields in Redis's order. */
     int n = snprintf(line, sizeof(line),
                      "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s db=0 "
-                     "sub=0 psub=0 ssub=0 multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 "
+                     "sub=%u psub=%u ssub=%u multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 "
                      "multi-mem=%zu rbs=%zu rbp=%zu obl=%zu oll=%zu omem=%zu tot-mem=%zu "
                      "events=%s cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
                      (unsigned long long)s->id, c->addr, laddr, c->fd,
                      s->name != NULL ? s->name : "", (long long)age, (long long)idle,
-                     (flags & SESSION_IN_MULTI) ? "x" : (flags & SESSION_BLOCKED) ? "b" : "N", multi,
+                     fl, pubsub_count(ps, PUBSUB_CHANNEL), pubsub_count(ps, PUBSUB_PATTERN),
+                     pubsub_count(ps, PUBSUB_SHARD), multi,
                      atomic_load_explicit(&c->qbuf, memory_order_relaxed),
                      atomic_load_explicit(&c->qbuf_free, memory_order_relaxed), multi_mem,
                      atomic_load_explicit(&c->rbs, memory_order_relaxed),

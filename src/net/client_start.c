@@ -60,6 +60,8 @@ void client_start(struct client *c, int is_unix)
             uv_tcp_keepalive(&c->h.tcp, 1, (unsigned)ka);
     }
     c->session.peer = c->addr;
+    c->session.conn = c;
+    c->session.conn_out = &c->out;
 
     /* Lists first, so that every exit below goes through on_close. */
     c->tnext = t->clients;

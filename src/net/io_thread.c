@@ -4,10 +4,12 @@
 #include "io_thread.h"
 
 #include "busy_serve.h"
+#include "client_thread.h"
 #include "cron.h"
 #include "listeners.h"
 #include "rlimitd/log.h"
 #include "rlimitd/notify.h"
+#include "rlimitd/pubsub.h"
 #include "thread_cpu.h"
 
 /* Clients that do not take their last replies within this time are closed anyway. */
@@ -51,6 +53,9 @@ static void on_wakeup(uv_async_t *a)
         client_close_after_flush(c);
     }
     uv_close((uv_handle_t *)&t->wakeup, NULL);
+    /* No publisher wakes this thread after the detach (it wakes under the table's lock). */
+    pubsub_thread_detach();
+    uv_close((uv_handle_t *)&t->pubsub_wake, NULL);
     if (t->index == 0) {
         if (!uv_is_closing((uv_handle_t *)&srv->sig_hup))
             uv_close((uv_handle_t *)&srv->sig_hup, NULL);
@@ -64,6 +69,19 @@ static void on_wakeup(uv_async_t *a)
         else
             uv_timer_start(&t->cron, force_close, SHUTDOWN_GRACE_MS, 0);
     }
+}
+
+static void on_pubsub_wake(uv_async_t *a)
+{
+    thread_mark_work(a->data);
+    pubsub_drain();
+}
+
+/* pubsub.h's wake: from a publisher on another thread. */
+static void pubsub_wake(void *ud)
+{
+    struct io_thread *t = ud;
+    uv_async_send(&t->pubsub_wake);
 }
 
 void io_threads_wake(struct server *srv)
@@ -100,6 +118,8 @@ int io_thread_setup(struct server *srv, struct io_thread *t)
     thread_cpu_handles_init(t);
     uv_async_init(&t->loop, &t->wakeup, on_wakeup);
     t->wakeup.data = t;
+    uv_async_init(&t->loop, &t->pubsub_wake, on_pubsub_wake);
+    t->pubsub_wake.data = t;
     uv_timer_init(&t->loop, &t->cron);
     t->cron.data = t;
     if (listeners_open(t) != 0)
@@ -112,8 +132,10 @@ void *io_thread_main(void *arg)
 {
     struct io_thread *t = arg;
     busy_serve_thread(t);
+    pubsub_thread_attach(t->index, pubsub_wake, t, client_pubsub_kick);
     thread_cpu_start(t);
     uv_run(&t->loop, UV_RUN_DEFAULT);
+    pubsub_thread_detach();
     cmd_thread_exit();
     return NULL;
 }
@@ -122,6 +144,8 @@ void io_thread_teardown(struct io_thread *t)
 {
     thread_cpu_handles_close(t);
     client_thread_close_handles(t);
+    if (t->pubsub_wake.loop != NULL && !uv_is_closing((uv_handle_t *)&t->pubsub_wake))
+        uv_close((uv_handle_t *)&t->pubsub_wake, NULL);
     uv_run(&t->loop, UV_RUN_NOWAIT);
     uv_loop_close(&t->loop);
     client_thread_deinit(t);

@@ -3,6 +3,7 @@
  * snapshot and tears everything down. Each job is a file of its own: io_thread.c (the loops and
  * their wake-ups), listeners.c, cron.c, hooks.c (what the command layer calls), sighup.c,
  * thread_cpu.c (busy polling, scheduling class); client.c serves one connection. */
+#include "rlimitd/pubsub.h"
 #include "rlimitd/server.h"
 #include "rlimitd/alloc.h"
 
@@ -104,6 +105,7 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
     srv->threads = xcalloc((size_t)srv->nthreads, sizeof(struct io_thread));
     srv->env.stats = xcalloc((size_t)srv->nthreads, sizeof(struct stats *));
     srv->env.nstats = srv->nthreads;
+    pubsub_init(srv->nthreads);
 
     int rc = 1;
     signal(SIGPIPE, SIG_IGN);
@@ -158,6 +160,7 @@ out:
         if (t->srv != NULL)
             io_thread_teardown(t);
     }
+    pubsub_free(); /* every connection, and so every subscription, is gone */
     metrics_http_stop(&srv->metrics); /* before the env its scrapes read goes */
     if (conf->unixsocket != NULL && conf->unixsocket[0] != '\0' && rc == 0)
         unlink(conf->unixsocket);

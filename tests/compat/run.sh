@@ -68,9 +68,9 @@ fi
 # would prune the earlier ones): ioredis 5 (the client the brief names), the official `redis`
 # client's current major (6: RESP3 by default), the sorted-set rate
 # limiters zset_limiters.test.js drives and the script-based ones script_limiters.test.js drives
-# (pinned: the tests know what they send).
+# (pinned: the tests know what they send), and Bottleneck, which coordinates through Pub/Sub.
 NPM_PKGS=(ioredis@5 ratelimiter@3.4.1 rolling-rate-limiter@0.4.2 rate-limiter-flexible@11
-    rate-limit-redis@6 redis@6)
+    rate-limit-redis@6 redis@6 bottleneck@2.19.5)
 npm_missing=()
 for p in "${NPM_PKGS[@]}"; do
     [[ -f "$HERE/node_modules/${p%@*}/package.json" ]] || npm_missing+=("$p")
@@ -104,7 +104,7 @@ echo "run.sh: testing $RLIMITD ($("$RLIMITD" --version))"
 # ---- the tests ----
 ALL=(test_redis_py.py test_commands.py raw_clients.py ioredis.test.js node_redis.test.js redis_cli.sh
     redis_benchmark.sh exporter.sh systemd.sh test_zset_recipe.py zset_limiters.test.js
-    script_limiters.test.js script_fixed_window.py script_token_bucket.py)
+    script_limiters.test.js script_fixed_window.py script_token_bucket.py bottleneck.test.js)
 if (($# > 0)); then
     ALL=("$@")
 fi
