@@ -786,6 +786,16 @@ CASES.update({
         ev("local t = {} for i = 1, 10000 do t[i] = i end return t"),
         ev("local t = {} for i = 1, 7999 do t[i] = 'x' end return #redis.call('echo', 'a', unpack(t))"),
         ev("return 1")],
+    # A command whose arguments fill the call's stack still answers: its arguments are not
+    # needed once it has run, so its reply (a number, an array, an error) has room.
+    "redis.call with thousands of arguments": [
+        ev("local t = {} for i = 1, %d do t[i] = i end return redis.call('lpush', KEYS[1], unpack(t))"
+           % n, ["big:l%d" % n]) for n in (7990, 7995, 7997, 7998, 7999)] + [
+        ev("local t = {} for i = 1, 7998 do t[i] = 'k' .. i end return redis.call('del', unpack(t))"),
+        ev("local t = {} for i = 1, 7998 do t[i] = 'x' end return redis.call('mget', unpack(t))"),
+        ev("local t = {} for i = 1, 7998 do t[i] = 'x' end return redis.pcall('hset', 'big:l7999', unpack(t))"),
+        ev("local t = {} for i = 1, 7997 do t[i] = 'x' end return redis.call('hset', 'big:h', unpack(t))"),
+        ["LLEN", "big:l7999"], ["LRANGE", "big:l7999", "0", "2"]],
 })
 
 CASES["redis_rate"] = (
