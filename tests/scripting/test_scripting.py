@@ -82,6 +82,48 @@ def t_undeclared_atomic(srv):
     check(got == [b"800"] * len(keys), "800 increments on every key: %r" % got)
 
 
+def t_undeclared_in_multi_atomic(srv):
+    """Four clients run transactions of INCR on a declared key around a read-then-write script
+    over twelve undeclared keys (numkeys 0). A script that meets a shard held elsewhere before
+    anything in its transaction wrote makes the transaction run again holding every shard; no
+    transaction fails, no update is lost and the pairs never split."""
+    keys = []
+    for i in range(6):
+        keys += ["mx:a%d" % i, "mx:b%d" % i]
+    body = ("for i = 1, #ARGV do redis.call('get', ARGV[i]) end "
+            "for i = 1, #ARGV, 2 do local a = tonumber(redis.call('get', ARGV[i]) or 0) "
+            "redis.call('set', ARGV[i], a + 1) redis.call('set', ARGV[i + 1], a + 1) end "
+            "return 1")
+    errors = []
+
+    def worker(n):
+        try:
+            d = srv.conn()
+            for _ in range(150):
+                d.value("MULTI")
+                d.value("GET", "mx:count%d" % n)
+                d.value("EVAL", body, "0", *keys)
+                d.value("INCR", "mx:count%d" % n)
+                r = d.value("EXEC")
+                if not isinstance(r, list) or len(r) != 3 or r[1] != 1:
+                    errors.append(r)
+            d.close()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ths = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    check(not errors, "errors: %r" % errors[:3])
+    c = srv.conn()
+    got = [c.value("GET", k) for k in keys]
+    check(got == [b"600"] * len(keys), "600 increments on every key: %r" % got)
+    counts = [c.value("GET", "mx:count%d" % n) for n in range(4)]
+    check(counts == [b"150"] * 4, "every transaction ran once: %r" % counts)
+
+
 def t_undeclared_waits_for_a_holder(srv):
     """A script reaching an undeclared key whose shard another script holds waits for it (or
     runs again holding every shard) and never fails: it sees the other script's write or runs
@@ -824,7 +866,8 @@ def t_flush_during_eval(srv):
     check(srv.alive(), "server alive")
 
 
-TESTS = [t_undeclared_keys, t_undeclared_atomic, t_undeclared_waits_for_a_holder,
+TESTS = [t_undeclared_keys, t_undeclared_atomic, t_undeclared_in_multi_atomic,
+         t_undeclared_waits_for_a_holder,
          t_atomic_counter, t_multi_key_no_deadlock, t_one_clock,
          t_limiters_from_scripts, t_commandstats, t_redis_log, t_parallel_threads,
          t_same_shard_serialises, t_hostile, t_many_scripts, t_maxmemory,
