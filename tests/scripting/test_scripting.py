@@ -866,6 +866,59 @@ def t_flush_during_eval(srv):
     check(srv.alive(), "server alive")
 
 
+def t_gc_across_flush(srv):
+    """CVE-2024-46981: scripts that stop or retune the collector and leave objects with
+    metatables behind (weak tables, __index closures, cycles through metatables) while SCRIPT
+    FLUSH [ASYNC] resets the engine under them, from two connections that may land on either
+    I/O thread. Under ASan a use-after-free in the collector or the reset fails the run. Then
+    the collector must run again: a script that makes 600 MB of garbage in 1 MB pieces succeeds
+    under the 256 MB state limit only if the settings a flushed script left did not survive."""
+    setup = ("collectgarbage('stop') collectgarbage('setpause', %s) collectgarbage('setstepmul', %s) "
+             "local weak = setmetatable({}, {__mode = ARGV[1]}) "
+             "local mt = {__index = function(t, k) return k end, __mode = 'k'} "
+             "for i = 1, 500 do local o = setmetatable({}, mt) o.self = o weak[o] = {o} "
+             "weak[i] = setmetatable({i}, {__index = o, __metatable = false}) end "
+             "collectgarbage('step', 1) return #string.rep('z', 1000)")
+    errors = []
+
+    def runner(i):
+        try:
+            c = srv.conn()
+            for n in range(24):
+                body = setup % ((n * 37) % 500, (n * 53) % 1000 + 1)
+                v = c.value("EVAL", body, "0", ("k", "v", "kv")[n % 3])
+                if v != 1000:
+                    errors.append((i, n, v))
+                    return
+                if n % 4 == i:
+                    f = c.value("SCRIPT", "FLUSH", "ASYNC" if n % 8 < 4 else "SYNC")
+                    if f != b"OK":
+                        errors.append((i, n, "flush", f))
+                        return
+            c.close()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=runner, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(not errors, "errors: %r" % errors[:3])
+    check(srv.alive(), "server alive")
+    for _ in range(4):  # enough connections to reach both threads' states
+        c = srv.conn(timeout=900)
+        check(c.value("EVAL", "collectgarbage('stop') return 1", "0") == 1, "stop")
+        check(c.value("SCRIPT", "FLUSH") == b"OK", "flush")
+        v = c.value("EVAL", "local n = 0 for i = 1, 600 do n = n + #string.rep('g', 1048576 - i) "
+                    "end return n", "0")
+        check(v == 600 * 1048576 - 600 * 601 // 2, "garbage after a stopped collector: %r" % v)
+        check(c.value("EVAL", "collectgarbage('collect') return collectgarbage('count') < 65536",
+                      "0") == 1, "heap back to small after a full collection")
+        c.close()
+    check(srv.alive(), "server alive")
+
+
 TESTS = [t_undeclared_keys, t_undeclared_atomic, t_undeclared_in_multi_atomic,
          t_undeclared_waits_for_a_holder,
          t_atomic_counter, t_multi_key_no_deadlock, t_one_clock,
@@ -876,7 +929,7 @@ TESTS = [t_undeclared_keys, t_undeclared_atomic, t_undeclared_in_multi_atomic,
          t_large_live_heap_with_garbage,
          t_exec_on_a_busy_shard,
          t_unkillable_then_shutdown_nosave, t_sigterm_during_script_on_thread0,
-         t_flush_during_eval]
+         t_flush_during_eval, t_gc_across_flush]
 
 
 def main():
