@@ -32,6 +32,8 @@ struct pubsub_client;
 #define SESSION_REPLY_SKIP_NEXT 128u  /* CLIENT REPLY SKIP: the next command's reply is dropped */
 #define SESSION_REPLY_SKIP 256u      /* the running command's reply is dropped */
 
+struct exec_run;
+
 /* Per-connection state the commands read and change. Owned by the connection (client.c). */
 struct session {
     uint64_t id;
@@ -53,6 +55,7 @@ struct session {
     size_t multi_mem;     /* bytes of the commands queued in MULTI (CLIENT LIST) */
     int multi_count;      /* commands queued in MULTI, -1 outside MULTI (CLIENT LIST) */
     struct watched *watched; /* WATCHed keys (cmd_tx.c), NULL when none */
+    struct exec_run *exec; /* while EXEC runs its queue (cmd_shard_lock.h), else NULL */
     /* The RESP version of this connection's replies: 2, or 3 after HELLO 3 (RESET: 2 again).
      * cmd_execute copies it into the reply buffer before each command (reply.h); CLIENT LIST
      * reads it from other threads, hence the atomic accesses. */

@@ -129,14 +129,19 @@ const struct cmd_def *cmd_table(int *n);
  * its shard too (blocking only for a shard above every held one, so lock order stays
  * ascending; otherwise trylock) and records it in `extra` for the handler to release. When
  * that trylock fails before the script wrote, the run is stopped (`rerun`) and EVAL runs it
- * again holding every shard (`all`). */
+ * again holding every shard (`all`). Inside EXEC the transaction's set plays that part: a
+ * shard it holds is the script's to use, and one it lacks joins it (the same ascending rule,
+ * else a wait of at most 10 ms) so that the transaction stays atomic to its end. */
 #define SHARD_WORDS 64 /* 4096 shards at most (ks_create's limit) */
 struct script_hold {
     struct cmd_ctx *x;      /* the EVAL: env, session, the one clock reading */
     struct ks_key *keys;    /* the declared KEYS, hashed */
     int nkeys;
     uint64_t held[SHARD_WORDS];  /* shards locked for the declared keys */
-    uint64_t extra[SHARD_WORDS]; /* shards locked during the script, released after it */
+    /* Shards locked during the script, released after it; inside EXEC, shards the script
+     * reached that the transaction holds (its set, which they may have joined), of which only
+     * the BUSY markers are the script's to clear. */
+    uint64_t extra[SHARD_WORDS];
     int nextra;             /* bits set in extra */
     int64_t started;        /* CLOCK_MONOTONIC ns at script_hold_init: the script's start */
     int max_held;           /* highest shard held, -1 for none */

@@ -28,18 +28,54 @@ static void mark(struct script_hold *h, unsigned shard)
         atomic_store(&h->x->env->script_since[shard], h->started);
 }
 
+static int set_max(const struct shard_set *set)
+{
+    for (int w = SHARD_WORDS - 1; w >= 0; w--)
+        if (set->w[w] != 0)
+            return w * 64 + 63 - __builtin_clzll(set->w[w]);
+    return -1;
+}
+
+/* Inside EXEC: a shard the transaction holds is the script's to use; one it lacks is locked
+ * and joins the transaction's set, which releases it after the last queued command (a later
+ * command of the same transaction finds it still held). Waiting as hold_more does above every
+ * held shard; below, one trylock, and when that fails before anything in the transaction
+ * wrote, the transaction runs again holding every shard (er->rerun). After a write, a wait of
+ * at most 10 ms, since the holder may be waiting for one of ours. */
+static int hold_in_tx(struct script_hold *h, struct exec_run *er, unsigned shard)
+{
+    struct cmd_env *env = h->x->env;
+    if (!bit_is(er->set.w, shard)) {
+        if ((int)shard > set_max(&er->set)) {
+            if (lock_or_busy(env, shard) != 0)
+                return -1;
+        } else if (ks_trylock(env->ks, shard) != 0) {
+            if (!er->wrote && !h->wrote) {
+                er->rerun = 1;
+                return -1;
+            }
+            if (ks_timedlock(env->ks, shard, clock_mono_ns() + 10 * 1000000) != 0)
+                return -1;
+        }
+        shard_set_add(&er->set, shard);
+    }
+    h->extra[shard / 64] |= 1ull << (shard % 64);
+    h->nextra++;
+    mark(h, shard);
+    return 0;
+}
+
 /* Takes a shard the script did not declare for the rest of its run (recorded in `extra`, with
  * its BUSY marker). Waiting only for a shard above every held one, so lock order stays
  * ascending, and only as a client's command waits (not past a busy script's threshold);
- * otherwise one trylock. -1 if it cannot be had so, or inside EXEC (the transaction's set is
- * fixed). */
+ * otherwise one trylock. -1 if it cannot be had so. Inside EXEC, hold_in_tx. */
 static int hold_more(struct script_hold *h, unsigned shard)
 {
     struct keyspace *ks = h->x->env->ks;
     if (h->all || bit_is(h->held, shard) || bit_is(h->extra, shard))
         return 0;
     if (h->x->all_locked)
-        return -1;
+        return h->x->s->exec != NULL ? hold_in_tx(h, h->x->s->exec, shard) : -1;
     if ((int)shard > h->max_held) {
         if (lock_or_busy(h->x->env, shard) != 0)
             return -1; /* a busy script holds it */
@@ -85,10 +121,12 @@ static int collect_script_keys(struct script_hold *h, const struct cmd_def *d, i
  * every shard (h->rerun); one that wrote cannot be undone and gets an error. */
 static void shard_unavailable(struct script_hold *h, struct rbuf *out)
 {
-    if (h->x->all_locked) {
-        reply_error(out, "ERR Script attempted to access a key outside the shards of its "
-                         "transaction (inside MULTI, rlimitd's scripts reach the keys the "
-                         "transaction's commands declared)");
+    if (h->x->all_locked && h->x->s->exec != NULL && h->x->s->exec->rerun) {
+        script_stop_for_rerun();
+        reply_error(out, "ERR transaction stopped to run again holding every shard");
+    } else if (h->x->all_locked) {
+        reply_error(out, "ERR Script attempted to access a key in a shard held by another "
+                         "client inside MULTI after a write; retry the transaction");
     } else if (!h->wrote) {
         h->rerun = 1;
         script_stop_for_rerun();
@@ -143,6 +181,8 @@ void cmd_from_script(void *hold, int argc, char **argv, const size_t *lens, stru
     }
     if (d->flags & CMD_WRITE) {
         h->wrote = 1;
+        if (s->exec != NULL)
+            s->exec->wrote = 1;
         script_note_write();
     }
     int last = s->last_cmd;
@@ -195,7 +235,8 @@ void script_hold_release(struct script_hold *h)
             bits &= bits - 1;
             if (env->script_since != NULL)
                 atomic_store(&env->script_since[shard], 0);
-            ks_unlock(ks, shard);
+            if (!h->x->all_locked) /* inside EXEC the transaction releases it */
+                ks_unlock(ks, shard);
             h->nextra--;
         }
         h->extra[w] = 0;

@@ -22,6 +22,16 @@ static inline void shard_set_add(struct shard_set *set, unsigned shard)
     set->w[shard / 64] |= 1ull << (shard % 64);
 }
 
+/* An EXEC running its queue (session.exec). A script in it reaching a key outside `set` adds
+ * the key's shard to it (cmd_script_hold.c); when that shard cannot be taken in lock order and
+ * nothing in the transaction has written yet, `rerun` asks EXEC to start again holding every
+ * shard, as EVAL does for a script outside MULTI. */
+struct exec_run {
+    struct shard_set set; /* held until the transaction ends */
+    int wrote;            /* a queued command or a script's call wrote */
+    int rerun;
+};
+
 /* Locks (lock != 0) or unlocks every shard of the set, ascending. */
 void lock_set(struct keyspace *ks, const struct shard_set *set, int lock);
 /* Locks a shard for a command, or returns -1 (the caller answers BUSY) when a script has held

@@ -285,6 +285,34 @@ static void cmd_discard(struct cmd_ctx *x)
     reply_ok(x->out);
 }
 
+/* Whether a key the session watches changed since it was watched (its shards held). */
+static int watched_changed(struct cmd_ctx *x)
+{
+    struct watched *wd = x->s->watched;
+    for (int i = 0; wd != NULL && i < wd->n; i++)
+        if (ks_watch_changed(x->env->ks, wd->v[i].w, wd->v[i].version, x->now))
+            return 1;
+    return 0;
+}
+
+/* Runs the queue under er's shards, the replies in one array. Returns 1 when a script asked
+ * for the transaction to run again holding every shard (er->rerun), before any write. */
+static int run_queue(struct cmd_ctx *x, struct multi *m, struct exec_run *er)
+{
+    reply_array(x->out, m->n);
+    /* One tick reading between two commands ends the first's duration and starts the next's. */
+    uint64_t ticks = clock_ticks();
+    for (int i = 0; i < m->n; i++) {
+        run_keys(x->env, x->s, m->q[i].cmd, m->q[i].argc, m->q[i].argv, m->q[i].lens, x->out,
+                 x->now, 1, 0, m->q[i].keys, m->q[i].nkeys, &ticks);
+        if (er->rerun)
+            return 1;
+        if (cmd_defs[m->q[i].cmd].flags & CMD_WRITE)
+            er->wrote = 1;
+    }
+    return 0;
+}
+
 static void cmd_exec(struct cmd_ctx *x)
 {
     struct session *s = x->s;
@@ -328,10 +356,7 @@ static void cmd_exec(struct cmd_ctx *x)
         reply_error(x->out, "EXECABORT Transaction discarded because of: " BUSY_TEXT);
         return;
     }
-    int changed = 0;
-    for (int i = 0; wd != NULL && i < wd->n && !changed; i++)
-        changed = ks_watch_changed(ks, wd->v[i].w, wd->v[i].version, x->now);
-    if (changed) {
+    if (watched_changed(x)) {
         lock_set(ks, &set, 0);
         multi_discard(s);
         watch_release_all(s);
@@ -344,13 +369,31 @@ static void cmd_exec(struct cmd_ctx *x)
                        __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_count, -1, __ATOMIC_RELAXED);
     __atomic_store_n(&s->multi_mem, 0, __ATOMIC_RELAXED);
-    reply_array(x->out, m->n);
-    /* One tick reading between two commands ends the first's duration and starts the next's. */
-    uint64_t ticks = clock_ticks();
-    for (int i = 0; i < m->n; i++)
-        run_keys(x->env, s, m->q[i].cmd, m->q[i].argc, m->q[i].argv, m->q[i].lens, x->out,
-                 x->now, 1, 0, m->q[i].keys, m->q[i].nkeys, &ticks);
-    lock_set(ks, &set, 0);
+    struct exec_run er = {.set = set};
+    s->exec = &er;
+    size_t out_start = x->out->len;
+    while (run_queue(x, m, &er) != 0) {
+        /* A script needed a shard out of lock order before anything was written: give every
+         * shard back and take them all ascending, then run the queue again from the start.
+         * The watched keys may have changed meanwhile. */
+        x->out->len = out_start;
+        lock_set(ks, &er.set, 0);
+        memset(&er, 0, sizeof(er));
+        for (unsigned sh = 0; sh < ks_nshards(ks); sh++)
+            shard_set_add(&er.set, sh);
+        if (lock_set_or_busy(x->env, &er.set) != 0) {
+            reply_error(x->out, "EXECABORT Transaction discarded because of: " BUSY_TEXT);
+            goto done;
+        }
+        if (watched_changed(x)) {
+            lock_set(ks, &er.set, 0);
+            reply_null_array(x->out);
+            goto done;
+        }
+    }
+    lock_set(ks, &er.set, 0);
+done:
+    s->exec = NULL;
     watch_release_all(s);
     multi_release(m);
 }

@@ -451,6 +451,9 @@ static int redis_call(lua_State *L, int raise)
     e->reply.len = 0;
     e->reply.resp = (unsigned char)e->resp; /* the command answers in the script's protocol */
     e->call(e->call_ud, argc, e->argv, e->lens, &e->reply);
+    /* The arguments are spent (the reply is in e->reply): dropping them gives the reply the
+     * call's stack, which thousands of arguments (unpack of a big table) may have filled. */
+    lua_settop(L, 0);
     const char *p = e->reply.p, *end = e->reply.p + e->reply.len;
     if (e->reply.len == 0) {
         lua_pushboolean(L, 0);

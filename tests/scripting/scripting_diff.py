@@ -462,6 +462,17 @@ CASES = {
         ev("#!lua flags=no-writes\nreturn redis.call('incr', 'u:global')"),
         ev("return redis.call('hset', ARGV[1], 'f', 'v')", [], ["u:h"]),
         ev("return redis.call('hgetall', ARGV[1])", [], ["u:h"])],
+    "undeclared keys inside MULTI": [
+        ["SET", "ux:a", "1"], ["MULTI"], ["INCR", "ux:a"],
+        ev("return redis.call('incr', 'ux:global')"),
+        ev("redis.call('set', KEYS[1], 5) return redis.call('get', 'ux:other')", ["ux:b"]),
+        ev("return redis.call('mget', 'ux:a', 'ux:global', 'ux:b')"),
+        ev("for i = 1, 40 do redis.call('incr', 'ux:n' .. i) end return redis.call('get', 'ux:n7')"),
+        ["GET", "ux:n40"], ["EXEC"],
+        ["MULTI"], ev_ro("return redis.call('get', 'ux:n3')"),
+        ev("return redis.pcall('hset', 'ux:a', 'f', 'v')"), ["EXEC"],
+        ["WATCH", "ux:w"], ["SET", "ux:w", "1"], ["MULTI"],
+        ev("return redis.call('incr', 'ux:w2')"), ["EXEC"], ["GET", "ux:w2"]],
     "EVAL_RO": [ev_ro("return redis.call('set',KEYS[1],'b')", ["r:1"]),
                 ev_ro("return redis.pcall('set',KEYS[1],'b')", ["r:1"]),
                 ev_ro("return redis.call('get',KEYS[1])", ["r:1"]),
@@ -786,6 +797,16 @@ CASES.update({
         ev("local t = {} for i = 1, 10000 do t[i] = i end return t"),
         ev("local t = {} for i = 1, 7999 do t[i] = 'x' end return #redis.call('echo', 'a', unpack(t))"),
         ev("return 1")],
+    # A command whose arguments fill the call's stack still answers: its arguments are not
+    # needed once it has run, so its reply (a number, an array, an error) has room.
+    "redis.call with thousands of arguments": [
+        ev("local t = {} for i = 1, %d do t[i] = i end return redis.call('lpush', KEYS[1], unpack(t))"
+           % n, ["big:l%d" % n]) for n in (7990, 7995, 7997, 7998, 7999)] + [
+        ev("local t = {} for i = 1, 7998 do t[i] = 'k' .. i end return redis.call('del', unpack(t))"),
+        ev("local t = {} for i = 1, 7998 do t[i] = 'x' end return redis.call('mget', unpack(t))"),
+        ev("local t = {} for i = 1, 7998 do t[i] = 'x' end return redis.pcall('hset', 'big:l7999', unpack(t))"),
+        ev("local t = {} for i = 1, 7997 do t[i] = 'x' end return redis.call('hset', 'big:h', unpack(t))"),
+        ["LLEN", "big:l7999"], ["LRANGE", "big:l7999", "0", "2"]],
 })
 
 CASES["redis_rate"] = (

@@ -82,6 +82,48 @@ def t_undeclared_atomic(srv):
     check(got == [b"800"] * len(keys), "800 increments on every key: %r" % got)
 
 
+def t_undeclared_in_multi_atomic(srv):
+    """Four clients run transactions of INCR on a declared key around a read-then-write script
+    over twelve undeclared keys (numkeys 0). A script that meets a shard held elsewhere before
+    anything in its transaction wrote makes the transaction run again holding every shard; no
+    transaction fails, no update is lost and the pairs never split."""
+    keys = []
+    for i in range(6):
+        keys += ["mx:a%d" % i, "mx:b%d" % i]
+    body = ("for i = 1, #ARGV do redis.call('get', ARGV[i]) end "
+            "for i = 1, #ARGV, 2 do local a = tonumber(redis.call('get', ARGV[i]) or 0) "
+            "redis.call('set', ARGV[i], a + 1) redis.call('set', ARGV[i + 1], a + 1) end "
+            "return 1")
+    errors = []
+
+    def worker(n):
+        try:
+            d = srv.conn()
+            for _ in range(150):
+                d.value("MULTI")
+                d.value("GET", "mx:count%d" % n)
+                d.value("EVAL", body, "0", *keys)
+                d.value("INCR", "mx:count%d" % n)
+                r = d.value("EXEC")
+                if not isinstance(r, list) or len(r) != 3 or r[1] != 1:
+                    errors.append(r)
+            d.close()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ths = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    check(not errors, "errors: %r" % errors[:3])
+    c = srv.conn()
+    got = [c.value("GET", k) for k in keys]
+    check(got == [b"600"] * len(keys), "600 increments on every key: %r" % got)
+    counts = [c.value("GET", "mx:count%d" % n) for n in range(4)]
+    check(counts == [b"150"] * 4, "every transaction ran once: %r" % counts)
+
+
 def t_undeclared_waits_for_a_holder(srv):
     """A script reaching an undeclared key whose shard another script holds waits for it (or
     runs again holding every shard) and never fails: it sees the other script's write or runs
@@ -824,7 +866,61 @@ def t_flush_during_eval(srv):
     check(srv.alive(), "server alive")
 
 
-TESTS = [t_undeclared_keys, t_undeclared_atomic, t_undeclared_waits_for_a_holder,
+def t_gc_across_flush(srv):
+    """CVE-2024-46981: scripts that stop or retune the collector and leave objects with
+    metatables behind (weak tables, __index closures, cycles through metatables) while SCRIPT
+    FLUSH [ASYNC] resets the engine under them, from two connections that may land on either
+    I/O thread. Under ASan a use-after-free in the collector or the reset fails the run. Then
+    the collector must run again: a script that makes 320 MB of garbage in 1 MB pieces succeeds
+    under the 256 MB state limit only if the settings a flushed script left did not survive."""
+    setup = ("collectgarbage('stop') collectgarbage('setpause', %s) collectgarbage('setstepmul', %s) "
+             "local weak = setmetatable({}, {__mode = ARGV[1]}) "
+             "local mt = {__index = function(t, k) return k end, __mode = 'k'} "
+             "for i = 1, 500 do local o = setmetatable({}, mt) o.self = o weak[o] = {o} "
+             "weak[i] = setmetatable({i}, {__index = o, __metatable = false}) end "
+             "collectgarbage('step', 1) return #string.rep('z', 1000)")
+    errors = []
+
+    def runner(i):
+        try:
+            c = srv.conn()
+            for n in range(24):
+                body = setup % ((n * 37) % 500, (n * 53) % 1000 + 1)
+                v = c.value("EVAL", body, "0", ("k", "v", "kv")[n % 3])
+                if v != 1000:
+                    errors.append((i, n, v))
+                    return
+                if n % 4 == i:
+                    f = c.value("SCRIPT", "FLUSH", "ASYNC" if n % 8 < 4 else "SYNC")
+                    if f != b"OK":
+                        errors.append((i, n, "flush", f))
+                        return
+            c.close()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=runner, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(not errors, "errors: %r" % errors[:3])
+    check(srv.alive(), "server alive")
+    for _ in range(4):  # enough connections to reach both threads' states
+        c = srv.conn(timeout=900)
+        check(c.value("EVAL", "collectgarbage('stop') return 1", "0") == 1, "stop")
+        check(c.value("SCRIPT", "FLUSH") == b"OK", "flush")
+        v = c.value("EVAL", "local n = 0 for i = 1, 320 do n = n + #string.rep('g', 1048576 - i) "
+                    "end return n", "0")
+        check(v == 320 * 1048576 - 320 * 321 // 2, "garbage after a stopped collector: %r" % v)
+        check(c.value("EVAL", "collectgarbage('collect') return collectgarbage('count') < 65536",
+                      "0") == 1, "heap back to small after a full collection")
+        c.close()
+    check(srv.alive(), "server alive")
+
+
+TESTS = [t_undeclared_keys, t_undeclared_atomic, t_undeclared_in_multi_atomic,
+         t_undeclared_waits_for_a_holder,
          t_atomic_counter, t_multi_key_no_deadlock, t_one_clock,
          t_limiters_from_scripts, t_commandstats, t_redis_log, t_parallel_threads,
          t_same_shard_serialises, t_hostile, t_many_scripts, t_maxmemory,
@@ -833,7 +929,7 @@ TESTS = [t_undeclared_keys, t_undeclared_atomic, t_undeclared_waits_for_a_holder
          t_large_live_heap_with_garbage,
          t_exec_on_a_busy_shard,
          t_unkillable_then_shutdown_nosave, t_sigterm_during_script_on_thread0,
-         t_flush_during_eval]
+         t_flush_during_eval, t_gc_across_flush]
 
 
 def main():
