@@ -555,7 +555,8 @@ int conf_set(struct conf *c, const char *name, int argc, const char *const *argv
          * Redis without persistence (CONFIG SET save "") working; anything else would be a
          * silent lie about durability. */
         int64_t def = 0;
-        if (d->type != T_STRING && (parse_num(d, argv[0], &v, err, errlen, live) != 0 ||
+        /* rlimitd's own texts here: these rows' ranges are placeholders, not limits. */
+        if (d->type != T_STRING && (parse_num(d, argv[0], &v, err, errlen, 0) != 0 ||
                                     parse_num(d, d->def, &def, NULL, 0, 0) != 0))
             return -1;
         if (d->type == T_STRING ? strcmp(argv[0], d->def) != 0 : v != def) {
