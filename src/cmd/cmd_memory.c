@@ -223,7 +223,7 @@ static void memory_malloc_stats(struct cmd_ctx *x)
  * their totals as values change), nothing is sampled. */
 static void memory_usage(struct cmd_ctx *x)
 {
-    for (int i = 3; i < x->argc; i++) {
+    for (int i = 3; i < x->argc; i += 2) {
         if (!arg_is(x, i, "SAMPLES") || i + 1 >= x->argc) {
             reply_syntax_error(x->out);
             return;
@@ -235,7 +235,6 @@ static void memory_usage(struct cmd_ctx *x)
             reply_syntax_error(x->out);
             return;
         }
-        i++;
     }
     struct ks_key k;
     ks_key_init(x->env->ks, &k, x->argv[2], x->lens[2]);
