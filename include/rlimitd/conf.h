@@ -114,7 +114,13 @@ int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen);
  *   unknown directive 'NAME'
  *   wrong number of arguments for 'NAME' (expected 1, got N)
  *   wrong number of arguments for 'bind' (expected 1..16 addresses, got N)
- *   invalid value for 'NAME': 'VALUE' (WHY)     e.g. (must be 0..65535), (not an integer)
+ *   invalid value for 'NAME': 'VALUE' (WHY)     e.g. (must be 0..65535), (not an integer);
+ *                                                with live, Redis 7.0's sentence alone instead:
+ *                                                "argument must be between 0 and 65535
+ *                                                inclusive", "argument couldn't be parsed into
+ *                                                an integer", "argument must be a memory value",
+ *                                                "argument must be 'yes' or 'no'", "argument(s)
+ *                                                must be one of the following: a, b"
  *   can't set immutable config                  (live only; Redis's words, so the command layer
  *                                                can answer "ERR CONFIG SET failed (possibly
  *                                                related to argument 'NAME') - " + err)
@@ -125,6 +131,12 @@ int conf_load_file(struct conf *c, const char *path, char *err, size_t errlen);
  * Not thread safe: CONFIG SET must hold a lock that readers of the string fields also take. */
 int conf_set(struct conf *c, const char *name, int argc, const char *const *argv, int live,
              char *err, size_t errlen);
+/* CONFIG SET's first pass, as Redis 7.0's (every name is judged before any value): 1 if name is
+ * a directive CONFIG SET may change, 0 if it is one it may not, -1 if there is none. */
+int conf_settable(const char *name);
+/* The directive's own name (lower case; an alias such as lua-time-limit is a directive of its
+ * own, as in Redis 7.0), or NULL: what two spellings of one directive have in common. */
+const char *conf_row_name(const char *name);
 
 /* Checks that hold between directives, after the file and the overrides are applied (the file
  * alone cannot be judged: an override may fix it): proto-max-bulk-len must not exceed
@@ -139,7 +151,8 @@ void conf_resolve(struct conf *c);
  * (case-insensitive), in table order, with the value formatted as CONFIG GET shows it: numbers
  * and memory in plain decimal, enums by name, unixsocketperm in octal digits, bind as a
  * space-separated list, and the pseudo-directives save "" and appendonly "no" last. value is
- * only valid during the call. */
+ * only valid during the call. A pattern without * ? or [ is a name, as in Redis 7.0: matched
+ * exactly (case-insensitive) and passed to cb as the caller spelled it. */
 typedef void (*conf_visit_fn)(void *ud, const char *name, const char *value);
 void conf_get(const struct conf *c, const char *pattern, conf_visit_fn cb, void *ud);
 

@@ -77,6 +77,12 @@ uint64_t ks_key_count(const struct keyspace *ks);
 uint64_t ks_expires_count(const struct keyspace *ks);
 /* Live entries holding limiter state (KS_GCRA, KS_SWLOG, KS_LEASE), counted as ks_key_count is. */
 uint64_t ks_limiter_key_count(const struct keyspace *ks);
+/* MEMORY USAGE (ks_usage.c): the bytes key holds now, its table slot, entry and value block
+ * (malloc_usable_size), the sizes the shard's byte counter added for it. KS_OK, or KS_NOKEY when it
+ * is absent (an expired key is reclaimed here). The caller holds the key's shard lock. */
+int ks_key_memory(struct keyspace *ks, const struct ks_key *key, int64_t now, uint64_t *bytes);
+/* The bytes of one shard's slot array (tags and references); the caller holds its lock. */
+uint64_t ks_shard_table_memory(struct keyspace *ks, unsigned shard);
 
 /* ---- limiter state ---- */
 

@@ -78,6 +78,10 @@ int util_eq_nocase(const char *s, size_t len, const char *lit);
  * insensitive). s is NUL terminated, digits then the unit with nothing around them. Returns 0
  * and sets *out, or -1 (bad syntax, negative or overflow). */
 int util_parse_memory(const char *s, int64_t *out);
+/* A memory amount as Redis 7.0's CONFIG SET reads one (memtoull): digits (none reads as 0),
+ * then b, k, kb, m, mb, g or gb in any case, no sign; unsigned, so a caller can refuse a value
+ * past its range with its range's words; past uint64 it stays at UINT64_MAX. 0 or -1. */
+int util_parse_memory_u64(const char *s, uint64_t *out);
 
 /* Duration in milliseconds: plain number = default_unit_ms each (1000 for seconds); suffixes
  * ms, s, m (minutes), h, case insensitive. s is NUL terminated. Returns 0 and sets *out_ms, or

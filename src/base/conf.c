@@ -290,20 +290,37 @@ static void fmt_num(const struct directive *d, char *buf, size_t len, int64_t v)
         snprintf(buf, len, "%" PRId64, v);
 }
 
+/* A refused value. From the file or the command line (live 0) the reason names the directive and
+ * the value; from CONFIG SET (live 1) it is Redis 7.0's sentence alone (redis_why), which the
+ * command layer frames as Redis does: "ERR CONFIG SET failed (possibly related to argument
+ * 'NAME') - " + it. */
 static int bad_value(const struct directive *d, const char *v, char *err, size_t errlen,
-                     const char *why)
+                     const char *why, int live, const char *redis_why)
 {
     char vb[64];
 
+    if (live) {
+        set_err(err, errlen, "%s", redis_why);
+        return -1;
+    }
     set_err(err, errlen, "invalid value for '%s': '%s' (%s)", d->name, shown(v, vb, sizeof vb),
             why);
     return -1;
 }
 
-static int out_of_range(const struct directive *d, const char *v, char *err, size_t errlen)
+static int out_of_range(const struct directive *d, const char *v, char *err, size_t errlen,
+                        int live)
 {
-    char lo[32], hi[32], why[96];
+    char lo[32], hi[32], why[96], redis_why[96];
     const char *unit = d->type == T_DURATION ? " seconds" : "";
+
+    /* Redis's bounds in its words: signed decimal, octal for a file mode. */
+    if (d->type == T_OCTAL)
+        snprintf(redis_why, sizeof redis_why, "argument must be between %" PRIo64 " and %" PRIo64
+                 " inclusive", d->min, d->max);
+    else
+        snprintf(redis_why, sizeof redis_why, "argument must be between %" PRId64 " and %" PRId64
+                 " inclusive", d->min, d->max);
 
     fmt_num(d, lo, sizeof lo, d->min);
     fmt_num(d, hi, sizeof hi, d->max);
@@ -311,7 +328,7 @@ static int out_of_range(const struct directive *d, const char *v, char *err, siz
         snprintf(why, sizeof why, "must be at least %s%s", lo, unit);
     else
         snprintf(why, sizeof why, "must be %s..%s%s", lo, hi, unit);
-    return bad_value(d, v, err, errlen, why);
+    return bad_value(d, v, err, errlen, why, live, redis_why);
 }
 
 static int parse_octal(const char *s, int64_t *out)
@@ -331,28 +348,45 @@ static int parse_octal(const char *s, int64_t *out)
 
 /* Parses v for a numeric row (every type but T_STRING and T_BIND) and checks its range. */
 static int parse_num(const struct directive *d, const char *v, int64_t *out, char *err,
-                     size_t errlen)
+                     size_t errlen, int live)
 {
+    static const char not_int[] = "argument couldn't be parsed into an integer";
     int64_t n, ms;
 
     switch (d->type) {
     case T_INT:
         if (util_parse_i64(v, strlen(v), &n) != 0)
-            return bad_value(d, v, err, errlen, "not an integer");
+            return bad_value(d, v, err, errlen, "not an integer", live, not_int);
         break;
-    case T_MEMORY:
-        if (util_parse_memory(v, &n) != 0)
-            return bad_value(d, v, err, errlen, "not a memory amount like 512kb or 1gb");
+    case T_MEMORY: {
+        uint64_t u;
+        if (util_parse_memory_u64(v, &u) != 0)
+            return bad_value(d, v, err, errlen, "not a memory amount like 512kb or 1gb", live,
+                             "argument must be a memory value");
+        if (u > (uint64_t)d->max)
+            return out_of_range(d, v, err, errlen, live);
+        n = (int64_t)u;
         break;
+    }
     case T_OCTAL:
         if (parse_octal(v, &n) != 0)
-            return bad_value(d, v, err, errlen, "not an octal mode like 700");
+            return bad_value(d, v, err, errlen, "not an octal mode like 700", live,
+                             "argument couldn't be parsed as an octal number");
         break;
     case T_DURATION:
+        /* A plain number is read as Redis reads an integer (a sign, no leading zero, any
+         * int64, then the range check); only a number with a unit is a duration. */
+        if (v[strspn(v, "-0123456789")] == '\0') {
+            if (util_parse_i64(v, strlen(v), &n) != 0)
+                return bad_value(d, v, err, errlen, "not an integer", live, not_int);
+            break;
+        }
         if (util_parse_duration_ms(v, d->unit_ms, &ms) != 0)
-            return bad_value(d, v, err, errlen, "not a duration like 30 or 30s, 5m, 1h");
+            return bad_value(d, v, err, errlen, "not a duration like 30 or 30s, 5m, 1h", live,
+                             not_int);
         if (ms % d->unit_ms != 0)
-            return bad_value(d, v, err, errlen, "must be a whole number of seconds");
+            return bad_value(d, v, err, errlen, "must be a whole number of seconds", live,
+                             "argument must be a whole number of seconds");
         n = ms / d->unit_ms;
         break;
     case T_BOOL:
@@ -361,7 +395,8 @@ static int parse_num(const struct directive *d, const char *v, int64_t *out, cha
         else if (strcasecmp(v, "no") == 0)
             n = 0;
         else
-            return bad_value(d, v, err, errlen, "must be yes or no");
+            return bad_value(d, v, err, errlen, "must be yes or no", live,
+                             "argument must be 'yes' or 'no'");
         *out = n;
         return 0;
     case T_ENUM:
@@ -371,18 +406,21 @@ static int parse_num(const struct directive *d, const char *v, int64_t *out, cha
                 return 0;
             }
         {
-            char why[128] = "must be one of";
+            char why[128] = "must be one of", redis_why[160];
             size_t len = strlen(why);
             for (int i = 0; d->names[i] && len < sizeof why; i++)
                 len += (size_t)snprintf(why + len, sizeof why - len, "%s %s", i ? "," : "",
                                         d->names[i]);
-            return bad_value(d, v, err, errlen, why);
+            /* Redis's list: "...following: debug, verbose, notice, warning". */
+            snprintf(redis_why, sizeof redis_why, "argument(s) must be one of the following:%s",
+                     why + strlen("must be one of"));
+            return bad_value(d, v, err, errlen, why, live, redis_why);
         }
     default:
         abort(); /* T_STRING and T_BIND never come here */
     }
     if (n < d->min || n > d->max)
-        return out_of_range(d, v, err, errlen);
+        return out_of_range(d, v, err, errlen, live);
     *out = n;
     return 0;
 }
@@ -394,9 +432,9 @@ static int set_string(struct conf *c, const struct directive *d, const char *v, 
     const char *why;
 
     if ((d->flags & F_NONEMPTY) && *v == '\0')
-        return bad_value(d, v, err, errlen, "must not be empty");
+        return bad_value(d, v, err, errlen, "must not be empty", 0, NULL);
     if (d->check && (why = d->check(v)) != NULL)
-        return bad_value(d, v, err, errlen, why);
+        return bad_value(d, v, err, errlen, why, 0, NULL);
     slot = str_at(c, d);
     free(*slot);
     *slot = xstrdup(v);
@@ -517,8 +555,9 @@ int conf_set(struct conf *c, const char *name, int argc, const char *const *argv
          * Redis without persistence (CONFIG SET save "") working; anything else would be a
          * silent lie about durability. */
         int64_t def = 0;
-        if (d->type != T_STRING && (parse_num(d, argv[0], &v, err, errlen) != 0 ||
-                                    parse_num(d, d->def, &def, NULL, 0) != 0))
+        /* rlimitd's own texts here: these rows' ranges are placeholders, not limits. */
+        if (d->type != T_STRING && (parse_num(d, argv[0], &v, err, errlen, 0) != 0 ||
+                                    parse_num(d, d->def, &def, NULL, 0, 0) != 0))
             return -1;
         if (d->type == T_STRING ? strcmp(argv[0], d->def) != 0 : v != def) {
             char why[128];
@@ -526,19 +565,33 @@ int conf_set(struct conf *c, const char *name, int argc, const char *const *argv
                      "rlimitd only accepts '%s'; snapshots follow "
                      "save-interval",
                      d->def);
-            return bad_value(d, argv[0], err, errlen, why);
+            return bad_value(d, argv[0], err, errlen, why, 0, NULL);
         }
         return 0;
     }
     if (d->type == T_STRING)
         return set_string(c, d, argv[0], err, errlen);
-    if (parse_num(d, argv[0], &v, err, errlen) != 0)
+    if (parse_num(d, argv[0], &v, err, errlen, live) != 0)
         return -1;
     /* Atomic: I/O threads read live numeric fields without conf_lock (CONF_GET, conf.h). */
     __atomic_store_n(int_at(c, d), v, __ATOMIC_RELAXED);
     if (live && d->apply)
         d->apply(c);
     return 0;
+}
+
+int conf_settable(const char *name)
+{
+    const struct directive *d = lookup(name);
+    if (d == NULL)
+        return -1;
+    return (d->flags & F_LIVE) != 0;
+}
+
+const char *conf_row_name(const char *name)
+{
+    const struct directive *d = lookup(name);
+    return d != NULL ? d->name : NULL;
 }
 
 void conf_init(struct conf *c)
@@ -611,13 +664,17 @@ void conf_resolve(struct conf *c)
 void conf_get(const struct conf *c, const char *pattern, conf_visit_fn cb, void *ud)
 {
     size_t plen = strlen(pattern);
+    /* As Redis 7.0: a pattern without glob characters is a name, looked up (case-insensitive)
+     * and answered under the spelling it was asked with. */
+    int exact = strpbrk(pattern, "[*?") == NULL;
 
     for (size_t i = 0; i < NROWS; i++) {
         const struct directive *d = &table[i];
         char buf[CONF_MAX_BIND * (BIND_WORD_MAX + 1) + 1];
         const char *val = buf;
 
-        if (!util_glob_match(pattern, plen, d->name, strlen(d->name), 1))
+        if (exact ? strcasecmp(pattern, d->name) != 0
+                  : !util_glob_match(pattern, plen, d->name, strlen(d->name), 1))
             continue;
         if (d->flags & F_CONST) {
             val = d->def;
@@ -640,7 +697,7 @@ void conf_get(const struct conf *c, const char *pattern, conf_visit_fn cb, void 
         } else {
             snprintf(buf, sizeof buf, "%" PRId64, int_get(c, d));
         }
-        cb(ud, d->name, val);
+        cb(ud, exact ? pattern : d->name, val);
     }
 }
 

@@ -441,6 +441,41 @@ int util_parse_memory(const char *s, int64_t *out)
     return -1;
 }
 
+/* util.h. Digits, possibly none ("" is 0), then b, k, kb, m, mb, g or gb in any case; no sign.
+ * Unsigned, so a value past int64 is read and then refused by the range check, as Redis refuses it;
+ * past uint64 it stays at UINT64_MAX (Redis wraps, which would turn an absurd value into a small
+ * one). */
+int util_parse_memory_u64(const char *v, uint64_t *out)
+{
+    static const struct {
+        const char *name;
+        uint64_t mul;
+    } units[] = {{"", 1},
+                 {"b", 1},
+                 {"k", 1000},
+                 {"kb", 1024},
+                 {"m", 1000000},
+                 {"mb", 1024 * 1024},
+                 {"g", 1000000000ull},
+                 {"gb", 1024ull * 1024 * 1024}};
+    size_t digits = strspn(v, "0123456789");
+    uint64_t n = 0;
+
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcasecmp(v + digits, units[i].name) != 0)
+            continue;
+        for (size_t j = 0; j < digits; j++)
+            if (__builtin_mul_overflow(n, 10, &n) ||
+                __builtin_add_overflow(n, (uint64_t)(v[j] - '0'), &n))
+                n = UINT64_MAX;
+        if (__builtin_mul_overflow(n, units[i].mul, &n))
+            n = UINT64_MAX;
+        *out = n;
+        return 0;
+    }
+    return -1;
+}
+
 int util_parse_duration_ms(const char *s, int64_t default_unit_ms, int64_t *out_ms)
 {
     static const struct {

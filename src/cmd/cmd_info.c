@@ -130,6 +130,7 @@ void info_sample_ops(struct cmd_env *env)
     pthread_mutex_lock(&ops_lock);
     ops_push(env, t, cmds);
     pthread_mutex_unlock(&ops_lock);
+    memory_sample_peak(env);
 }
 
 static uint64_t ops_per_sec(const struct cmd_env *env)

@@ -112,7 +112,7 @@ struct cmd_def {
 #define CMD_AREAS(X)                                                                              \
     X(limit) X(throttle_all) X(lease) X(string) X(key) X(hash) X(list) X(server) X(slowlog) X(info)      \
     X(command) X(tx) X(limiter) X(zset) X(zset_read) X(zset_trim) X(zset_random) X(script) \
-    X(pubsub)
+    X(pubsub) X(memory)
 #define CMD_DECLARE_AREA(a)                                                                       \
     extern const struct cmd_def cmd_##a##_table[];                                                \
     extern const int cmd_##a##_count;
@@ -225,5 +225,8 @@ void reply_help_lines(struct rbuf *out, const char *const *lines);
  * last two seconds of samples. INFO samples too, so without the timer the figure is the rate
  * since the previous INFO. Thread safe. */
 void info_sample_ops(struct cmd_env *env);
+/* MEMORY STATS' peak.allocated (cmd_memory.c): records used memory if it is the highest seen;
+ * info_sample_ops calls it every 100 ms. Thread safe. */
+void memory_sample_peak(struct cmd_env *env);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rlimitd/script.h"
 #include "rlimitd/util.h"
@@ -363,9 +364,10 @@ struct config_get_state {
 static void config_get_visit(void *ud, const char *name, const char *value)
 {
     struct config_get_state *st = ud;
-    /* Several patterns may match the same directive: answer it once, as Redis 7 does. */
+    /* Several patterns may match the same directive: answer it once, as Redis 7 does (a name
+     * asked for exactly comes under its caller's spelling, so compare without case). */
     for (int i = 0; i < st->nseen; i++)
-        if (strcmp(st->seen[i], name) == 0)
+        if (strcasecmp(st->seen[i], name) == 0)
             return;
     if (st->nseen < 64)
         st->seen[st->nseen++] = name;
@@ -376,24 +378,51 @@ static void config_get_visit(void *ud, const char *name, const char *value)
 
 static void config_set(struct cmd_ctx *x)
 {
-    if (x->argc < 4 || (x->argc - 2) % 2 != 0) {
+    if (x->argc < 4) {
         reply_subcmd_arity(x, "config", "set");
+        return;
+    }
+    if (x->argc % 2 != 0) {
+        reply_syntax_error(x->out); /* a name without its value, as Redis answers it */
         return;
     }
     struct cmd_env *env = x->env;
     char err[256];
+    /* Redis 7.0's order: every name is judged first, and the first unknown, immutable or
+     * repeated one is the error; only then the values, in order. */
+    for (int i = 2; i < x->argc; i += 2) {
+        int live = conf_settable(x->argv[i]);
+        if (live < 0) {
+            reply_errorf(x->out, "ERR Unknown option or number of arguments for CONFIG SET - '%.*s'",
+                         (int)x->lens[i], x->argv[i]);
+            return;
+        }
+        const char *why = live ? NULL : "can't set immutable config";
+        for (int j = 2; j < i && why == NULL; j += 2)
+            if (conf_row_name(x->argv[j]) == conf_row_name(x->argv[i]))
+                why = "duplicate parameter";
+        if (why != NULL) {
+            reply_errorf(x->out, "ERR CONFIG SET failed (possibly related to argument '%.*s') - %s",
+                         (int)x->lens[i], x->argv[i], why);
+            return;
+        }
+    }
     /* Everything is applied to a copy of the running settings first, then the rules between
      * directives are checked on the result, so a bad pair changes nothing (Redis 7 is atomic)
      * and the order of the pairs does not matter (raising client-query-buffer-limit and
-     * proto-max-bulk-len together works either way round). */
+     * proto-max-bulk-len together works either way round). A bad value is named by its
+     * directive's own name, as Redis names it. */
     pthread_mutex_lock(&env->conf_lock);
     struct conf trial;
     conf_copy(&trial, env->conf);
     int bad = -1;
+    const char *bad_row = NULL;
     for (int i = 2; i < x->argc && bad < 0; i += 2) {
         const char *argv1[1] = {x->argv[i + 1]};
-        if (conf_set(&trial, x->argv[i], 1, argv1, 1, err, sizeof(err)) != 0)
+        if (conf_set(&trial, x->argv[i], 1, argv1, 1, err, sizeof(err)) != 0) {
             bad = i;
+            bad_row = conf_row_name(x->argv[i]);
+        }
     }
     if (bad < 0 && conf_check(&trial, err, sizeof(err)) != 0) {
         /* Only the query buffer and bulk limits can break a rule between live directives. */
@@ -403,12 +432,13 @@ static void config_set(struct cmd_ctx *x)
                 bad = i;
                 break;
             }
+        bad_row = conf_row_name(x->argv[bad]);
     }
     conf_free(&trial);
     if (bad >= 0) {
         pthread_mutex_unlock(&env->conf_lock);
-        reply_errorf(x->out, "ERR CONFIG SET failed (possibly related to argument '%.*s') - %s",
-                     (int)x->lens[bad], x->argv[bad], err);
+        reply_errorf(x->out, "ERR CONFIG SET failed (possibly related to argument '%s') - %s",
+                     bad_row, err);
         return;
     }
     for (int i = 2; i < x->argc; i += 2) {

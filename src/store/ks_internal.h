@@ -13,11 +13,12 @@
  *   ks_swlog.c   window logs (ISALLOWED), crings, sorted-set open/close
  *   ks_expire.c  TTL/EXPIRE/PERSIST, the active expiry cycle, SCAN
  *   ks_dump.c    sliced dumps, restore, bulk loading (the snapshot API)
+ *   ks_usage.c   what a key occupies (MEMORY USAGE) and a shard's slot array (MEMORY STATS)
  * Calls between them go one way (a circle would be a layering failure): ks_slab.c calls none of
  * them; ks_table.c calls ks_slab.c; keyspace.c, ks_values.c, ks_hash.c, ks_swlog.c and
  * ks_expire.c call those two, and the value files keyspace.c's ks_used_memory (over_maxmemory);
- * ks_dump.c calls any of them and none calls it. The value types (zset.c, hashval.c, listval.c)
- * call none of the keyspace's files. */
+ * ks_dump.c and ks_usage.c call any of them and none calls them. The value types (zset.c,
+ * hashval.c, listval.c) call none of the keyspace's files. */
 #ifndef RLIMITD_KS_INTERNAL_H
 #define RLIMITD_KS_INTERNAL_H
 

@@ -17,7 +17,8 @@
  * that advances 1 ms per command (so expiry paths run too, the same way in both runs). Replies
  * are not compared: INFO and CLIENT LIST legitimately differ between the two runs. Scripts run
  * in a fresh Lua state per run, built with RLIMITD_FUZZ_SCRIPT_BUDGET (meson.build), so every
- * script ends. FUZZ_RESP_TRACE=1 prints each command's reply while an input replays. */
+ * script ends. Half the inputs (a bit of the input's hash) run on a session switched to RESP3 by
+ * a real HELLO 3 first, so both protocols' reply writers see every command. FUZZ_RESP_TRACE=1 prints each command's reply while an input replays. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +66,7 @@ static void digest(struct fuzz_run *run, const void *p, size_t n)
     }
 }
 
-static void run_init(struct fuzz_run *run, const struct resp_limits *lim)
+static void run_init(struct fuzz_run *run, const struct resp_limits *lim, int resp3)
 {
     memset(run, 0, sizeof(*run));
     run->lim = lim;
@@ -79,6 +80,15 @@ static void run_init(struct fuzz_run *run, const struct resp_limits *lim)
     run->session.authed = 1;
     rbuf_init(&run->out);
     clock_set_fake(FAKE_T0);
+    if (resp3) {
+        char hello[] = "HELLO", three[] = "3";
+        char *argv[] = {hello, three};
+        const size_t lens[] = {5, 1};
+        cmd_execute(&run->env, &run->session, 2, argv, lens, &run->out);
+        if (run->out.len == 0 || run->out.p[0] != '%')
+            abort(); /* HELLO 3 answers its map in RESP3 */
+        run->out.len = 0;
+    }
 }
 
 static void run_fini(struct fuzz_run *run)
@@ -112,7 +122,9 @@ static void handle_command(struct fuzz_run *run, int argc, char **argv, const si
     if (run->out.len == 0 && !(run->session.flags & SESSION_IN_MULTI) &&
         !(run->session.flags & SESSION_CLOSE_AFTER_REPLY))
         abort(); /* every command answers something */
-    if (run->out.len > 0 && strchr("+-:$*", run->out.p[0]) == NULL)
+    /* A RESP2 session gets RESP2's types only; after HELLO 3 RESP3's as well. */
+    const char *types = run->session.resp == 3 ? "+-:$*%~,#_=(>" : "+-:$*";
+    if (run->out.len > 0 && strchr(types, run->out.p[0]) == NULL)
         abort();
     if (trace)
         fprintf(stderr, "%s -> %.*s\n", argv[0], (int)(run->out.len < 300 ? run->out.len : 300),
@@ -239,9 +251,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const struct resp_limits *lim = &profiles[h % (sizeof(profiles) / sizeof(profiles[0]))];
     size_t max_chunk = chunk_sizes[(h >> 8) % (sizeof(chunk_sizes) / sizeof(chunk_sizes[0]))];
 
-    run_init(&whole, lim);
+    int resp3 = (int)((h >> 16) & 1);
+    run_init(&whole, lim, resp3);
     parse_input(data, size, &whole, h, 0);
-    run_init(&cut, lim);
+    run_init(&cut, lim, resp3);
     parse_input(data, size, &cut, h, max_chunk);
 
     if (whole.digest != cut.digest || whole.ncmd != cut.ncmd || whole.last != cut.last ||

@@ -983,7 +983,7 @@ Test(conf, config_get_matches_globs_case_insensitively_in_table_order)
         const char *names; /* space separated, in table order */
     } cases[] = {
         {"port", "port"},
-        {"PORT", "port"},
+        {"PORT", "PORT"}, /* a name, not a glob: answered as asked, as Redis 7.0 does */
         {"*max*", "maxclients maxmemory window-max-count proto-max-bulk-len proto-max-args "
                   "slowlog-max-len hash-max-listpack-entries hash-max-ziplist-entries "
                   "hash-max-listpack-value hash-max-ziplist-value zset-max-listpack-entries "
