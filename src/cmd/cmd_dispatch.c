@@ -118,7 +118,8 @@ static int oom_refused(const struct cmd_env *env, const struct session *s,
 {
     int in_multi = (s->flags & SESSION_IN_MULTI) != 0;
     int denyoom = (d->flags & (CMD_DENYOOM | CMD_OOM_NEW_KEY_ONLY)) == CMD_DENYOOM;
-    if (!denyoom && !in_multi)
+    int may_grow = (d->flags & CMD_DENYOOM) != 0; /* the limiters too: their new keys */
+    if (!may_grow && !in_multi)
         return 0;
     int64_t max = __atomic_load_n(&env->conf->maxmemory, __ATOMIC_RELAXED);
     if (max <= 0)
@@ -129,11 +130,17 @@ static int oom_refused(const struct cmd_env *env, const struct session *s,
         else
             denyoom = strcmp(d->name, "discard") != 0 && strcmp(d->name, "quit") != 0 &&
                       strcmp(d->name, "reset") != 0;
-        if (!denyoom)
+        if (!denyoom && !may_grow)
             return 0;
     }
     uint64_t held = in_multi ? __atomic_load_n(&s->multi_mem, __ATOMIC_RELAXED) : 0;
-    return ks_used_memory(env->ks) + held > (uint64_t)max;
+    /* Redis's performEvictions first: the policy frees what it may (CONFIG.md,
+     * maxmemory-policy); the store refuses a limiter's new key if that was not enough. */
+    uint64_t evicted = 0;
+    int over = ks_evict(env->ks, held, clock_now_ns(), &evicted) != 0;
+    if (evicted != 0 && s->stats != NULL)
+        stats_add(&s->stats->evicted_keys, evicted);
+    return denyoom && over;
 }
 
 void cmd_execute(struct cmd_env *env, struct session *s, int argc, char **argv,
