@@ -13,9 +13,13 @@
  *   ks_swlog.c   window logs (ISALLOWED), crings, sorted-set open/close
  *   ks_expire.c  TTL/EXPIRE/PERSIST, the active expiry cycle, SCAN
  *   ks_dump.c    sliced dumps, restore, bulk loading (the snapshot API)
+ *   ks_evict.c   maxmemory-policy: sampling, the eviction pool, deleting (ks_evict)
+ *   ks_meta.c    the LRU/LFU access data beside the slots, the LFU counter, a thread's PRNG
  * Calls between them go one way (a circle would be a layering failure): ks_slab.c calls none of
  * them; ks_table.c calls ks_slab.c; keyspace.c, ks_values.c, ks_hash.c, ks_swlog.c and
  * ks_expire.c call those two, and the value files keyspace.c's ks_used_memory (over_maxmemory);
+ * ks_meta.c calls ks_slab.c only (the table, keyspace.c, ks_dump.c and ks_expire.c call it);
+ * ks_evict.c calls the table, keyspace.c and ks_meta.c, and none of them calls it;
  * ks_dump.c calls any of them and none calls it. The value types (zset.c, hashval.c, listval.c)
  * call none of the keyspace's files. */
 #ifndef RLIMITD_KS_INTERNAL_H
@@ -58,7 +62,7 @@ struct slabs {
     uint32_t free_head[NCLASS]; /* free list of each class, REF_NONE = empty */
     uint32_t bump_blk[NCLASS];  /* slab being carved for each class */
     uint32_t bump_off[NCLASS];  /* next free byte in it; SLAB_SIZE = none yet */
-    uint64_t slab_bytes;        /* accounted slab pages (touched ones) */
+    uint64_t slab_bytes;        /* accounted bytes of live slab entries (class sizes) */
     uint32_t *slab_idx;         /* which blocks are mmap'd slabs (the rest are large entries) */
     uint32_t nslab;
     uint32_t cap_slab;
