@@ -107,7 +107,8 @@ struct cmd_def {
 /* The areas, in COMMAND's order; cmd_table.c joins their tables into one at the first lookup. */
 #define CMD_AREAS(X)                                                                              \
     X(limit) X(throttle_all) X(lease) X(string) X(key) X(hash) X(list) X(server) X(slowlog) X(info)      \
-    X(command) X(tx) X(limiter) X(zset) X(zset_read) X(zset_trim) X(zset_random) X(script)
+    X(command) X(tx) X(limiter) X(zset) X(zset_read) X(zset_trim) X(zset_random) X(script) \
+    X(object)
 #define CMD_DECLARE_AREA(a)                                                                       \
     extern const struct cmd_def cmd_##a##_table[];                                                \
     extern const int cmd_##a##_count;
