@@ -138,6 +138,8 @@ struct script_hold {
     int max_held;           /* highest shard held, -1 for none */
     int read_only;          /* EVAL_RO or "#!lua flags=no-writes" */
     int wrote;              /* a write command ran */
+    int oom_refuse;         /* over maxmemory at the start and no allow-oom: a denyoom call
+                             * before the first write is refused (Redis's scriptVerifyOOM) */
     int all;                /* every shard is held (the run after a rerun request) */
     int rerun;              /* stopped: run again holding every shard */
 };
