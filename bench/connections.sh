@@ -50,17 +50,9 @@ if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((CONNS + 200)) ]; t
     echo "connections.sh: descriptor limit $(ulimit -n): $CONNS connections" >&2
 fi
 
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
+bench_scratch
 
 wait_ready() {
     wait_ping "$1" 10 >/dev/null || exit 1

@@ -39,16 +39,9 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-TMP=$(mktemp -d /tmp/rlimitd-counters.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
+bench_scratch
 
 echo "building this tree and $BASE (release) ..."
 if [ ! -f "$ROOT/build-bench/build.ninja" ]; then

@@ -1,5 +1,6 @@
-# bench/lib.sh - what the bench scripts share (sourced, not run): free ports, waiting for a
-# server, stopping one, and reading a process's RSS and CPU time from /proc.
+# bench/lib.sh - what the bench scripts share (sourced, not run): a scratch directory cleaned up
+# at exit, free ports, waiting for a server, stopping one, and reading a process's RSS and CPU
+# time from /proc.
 # Messages name the sourcing script ($BENCH_NAME, default its file name).
 : "${BENCH_NAME:=$(basename "$0")}"
 
@@ -74,4 +75,18 @@ rss_bytes() {
 # command name (which may hold spaces) counted from its closing parenthesis.
 cpu_ticks() {
     sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
+}
+
+# Sets TMP (a new scratch directory) and PIDS (empty; a script adds each process it starts):
+# when the script exits, for any reason, those processes are killed and TMP removed.
+bench_scratch() {
+    TMP=$(mktemp -d "/tmp/rlimitd-${BENCH_NAME%.sh}.XXXXXX")
+    PIDS=()
+    trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$TMP"
 }

@@ -36,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proc_stat.h"
+
 #define QUIET_WINDOW_S 0.5
 #define QUIET_CPU_SHARE 0.05
 #define MIN_RUN_S 1.0
@@ -223,43 +225,6 @@ static void *writer(void *arg)
     return NULL;
 }
 
-static double server_cpu_s(long pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        die(path);
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    unsigned long long ut = 0, st = 0;
-    if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-                            &st) != 2) {
-        fprintf(stderr, "slow_readers: cannot parse %s\n", path);
-        exit(1);
-    }
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
-/* A field of /proc/PID/status in kB (VmRSS, VmHWM). */
-static long status_kb(long pid, const char *field)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%ld/status", pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        die(path);
-    long v = -1;
-    size_t flen = strlen(field);
-    while (fgets(line, sizeof line, f) != NULL)
-        if (strncmp(line, field, flen) == 0 && line[flen] == ':')
-            v = strtol(line + flen + 1, NULL, 10);
-    fclose(f);
-    return v;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -301,7 +266,7 @@ static void run(const struct opts *o)
 
     size_t cap = 1 << 16, n = 0;
     double *lat = malloc(cap * sizeof *lat);
-    double t0 = now_s(), cpu0 = server_cpu_s(o->pid);
+    double t0 = now_s(), cpu0 = proc_cpu_s(o->pid);
     double win_t = t0, win_cpu = cpu0, busy = 0, t;
     atomic_store(&last_progress, t0);
     pthread_t wt;
@@ -320,7 +285,7 @@ static void run(const struct opts *o)
         }
         lat[n++] = (t - a) * 1e3;
         if (t - win_t >= QUIET_WINDOW_S) {
-            double cpu = server_cpu_s(o->pid);
+            double cpu = proc_cpu_s(o->pid);
             int quiet = cpu - win_cpu < QUIET_CPU_SHARE * (t - win_t) &&
                         t - atomic_load(&last_progress) >= QUIET_WINDOW_S;
             if (!quiet)
@@ -333,8 +298,8 @@ static void run(const struct opts *o)
         if (o->interval_us > 0)
             usleep((useconds_t)o->interval_us);
     }
-    double cpu = server_cpu_s(o->pid) - cpu0;
-    long hwm = status_kb(o->pid, "VmHWM"), rss = status_kb(o->pid, "VmRSS");
+    double cpu = proc_cpu_s(o->pid) - cpu0;
+    long hwm = proc_status_kb(o->pid, "VmHWM"), rss = proc_status_kb(o->pid, "VmRSS");
     atomic_store(&stop_writing, 1);
     pthread_join(wt, NULL);
     size_t sent = 0;

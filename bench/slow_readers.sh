@@ -64,17 +64,9 @@ if [ "$BUILD_IT" = 1 ]; then
 fi
 SR="$BUILD/bench/slow_readers"
 
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
+bench_scratch
 
 # start NAME [THREADS] -> PORT, PID (NAME: redis, or an rlimitd binary)
 start() {

@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proc_stat.h"
+
 #define CLOCK_BASE_MS 1700000000000LL
 #define WINDOW_MS 10000LL
 #define EXPIRE_MS 3600000LL
@@ -83,28 +85,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* The server's utime + stime in ms, all threads (fields 14 and 15 of /proc/PID/stat, counted
- * after the ')' that ends the command name, which may itself hold spaces). */
-static double server_cpu_ms(long pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        die(path);
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    unsigned long long ut = 0, st = 0;
-    if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-                            &st) != 2) {
-        fprintf(stderr, "zset_load: cannot parse %s\n", path);
-        exit(1);
-    }
-    return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* xorshift64*: the same pseudo-random sequence on every run, for both servers. */
@@ -343,7 +323,7 @@ int main(int argc, char **argv)
     char first_err[256] = "";
     long errors = 0;
 
-    double cpu0 = o.pid ? server_cpu_ms(o.pid) : 0;
+    double cpu0 = o.pid ? proc_cpu_s(o.pid) * 1000.0 : 0;
     double t0 = now_s();
     for (long done = 0; done < total;) {
         size_t len = 0;
@@ -356,7 +336,7 @@ int main(int argc, char **argv)
         done = end;
     }
     double secs = now_s() - t0;
-    double cpu = o.pid ? server_cpu_ms(o.pid) - cpu0 : 0;
+    double cpu = o.pid ? proc_cpu_s(o.pid) * 1000.0 - cpu0 : 0;
 
     printf("ops %ld errors %ld seconds %.3f ops_per_s %.0f server_cpu_ms %.0f cpu_us_per_op %.3f\n",
            total, errors, secs, (double)total / secs, cpu, cpu * 1000.0 / (double)total);

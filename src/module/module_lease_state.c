@@ -6,6 +6,7 @@
  * Packed form (RDB, RLIMIT.LEASESET): little-endian int64s, the highest id handed out, then
  * each lease's id and expiry (ns since the epoch), ids ascending. */
 #include "module_lease_state.h"
+#include "module_packed.h"
 #include "module_stats.h"
 
 #include <string.h>
@@ -85,33 +86,20 @@ int rl_lease_del(RedisModuleKey *key, int64_t now, int64_t id)
 
 /* ---- the packed form ---- */
 
-static void put_i64(unsigned char *p, int64_t v)
+static char *lease_pack(const void *value, size_t *len)
 {
-    for (int b = 0; b < 8; b++)
-        p[b] = (unsigned char)((uint64_t)v >> (8 * b));
-}
-
-static int64_t get_i64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int b = 0; b < 8; b++)
-        v |= (uint64_t)p[b] << (8 * b);
-    return (int64_t)v;
-}
-
-static char *lease_pack(const struct lease_set *s, size_t *len)
-{
+    const struct lease_set *s = value;
     *len = 8 + (size_t)s->n * 16;
     unsigned char *buf = RedisModule_Alloc(*len);
-    put_i64(buf, s->last_id);
+    rl_put_i64(buf, s->last_id);
     for (uint32_t i = 0; i < s->n; i++) {
-        put_i64(buf + 8 + (size_t)i * 16, s->l[i].id);
-        put_i64(buf + 16 + (size_t)i * 16, s->l[i].expire);
+        rl_put_i64(buf + 8 + (size_t)i * 16, s->l[i].id);
+        rl_put_i64(buf + 16 + (size_t)i * 16, s->l[i].expire);
     }
     return (char *)buf;
 }
 
-static struct lease_set *lease_unpack(const char *packed, size_t len, const char **err)
+static void *lease_unpack(const char *packed, size_t len, const char **err)
 {
     const unsigned char *p = (const unsigned char *)packed;
     if (len < 24 || (len - 8) % 16 != 0 || (len - 8) / 16 > UINT32_MAX) {
@@ -119,9 +107,9 @@ static struct lease_set *lease_unpack(const char *packed, size_t len, const char
         return NULL;
     }
     uint32_t n = (uint32_t)((len - 8) / 16);
-    struct lease_set *s = set_alloc(n, get_i64(p));
+    struct lease_set *s = set_alloc(n, rl_get_i64(p));
     for (uint32_t i = 0; i < n; i++) {
-        int64_t id = get_i64(p + 8 + (size_t)i * 16), exp = get_i64(p + 16 + (size_t)i * 16);
+        int64_t id = rl_get_i64(p + 8 + (size_t)i * 16), exp = rl_get_i64(p + 16 + (size_t)i * 16);
         /* lease_find's binary search relies on ascending ids; a new id must exceed them all. */
         if ((i > 0 && id <= s->l[i - 1].id) || id > s->last_id) {
             RedisModule_Free(s);
@@ -148,42 +136,19 @@ int rl_lease_replace(RedisModuleKey *key, const char *packed, size_t len, const 
 
 static void *lease_rdb_load(RedisModuleIO *io, int encver)
 {
-    if (encver != RL_LEASE_ENCVER) {
-        RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING,
-                               "rlimit: rlim-leas encoding %d is newer than this module", encver);
-        return NULL;
-    }
-    size_t len;
-    char *buf = RedisModule_LoadStringBuffer(io, &len);
-    if (RedisModule_IsIOError(io) || buf == NULL)
-        return NULL;
-    const char *err;
-    struct lease_set *s = lease_unpack(buf, len, &err);
-    RedisModule_Free(buf);
-    if (s == NULL)
-        RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING, "rlimit: corrupt rlim-leas: %s",
-                               err);
-    else
-        rl_stats_values(1);
-    return s;
+    return rl_packed_rdb_load(io, encver, RL_LEASE_ENCVER, "rlim-leas", lease_unpack);
 }
 
 static void lease_rdb_save(RedisModuleIO *io, void *value)
 {
-    size_t len;
-    char *buf = lease_pack(value, &len);
-    RedisModule_SaveStringBuffer(io, buf, len);
-    RedisModule_Free(buf);
+    rl_packed_rdb_save(io, value, lease_pack);
 }
 
 static void lease_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
 {
     /* An empty set is never stored (settle deletes the key). The server emits the key's
      * PEXPIREAT after this. */
-    size_t len;
-    char *buf = lease_pack(value, &len);
-    RedisModule_EmitAOF(aof, "RLIMIT.LEASESET", "sb", key, buf, len);
-    RedisModule_Free(buf);
+    rl_packed_aof(aof, "RLIMIT.LEASESET", key, value, lease_pack);
 }
 
 static size_t lease_mem_usage(const void *value)

@@ -10,6 +10,7 @@
  * full bucket, for any counter). A window log is a module type: its ring is no string, and the
  * type gets WRONGTYPE from every other command for free. Keys of the earlier rlim-gcra type (an
  * RDB or DUMP from before) still load, and the next write turns them into strings. */
+#include "module_packed.h"
 #include "module_state.h"
 #include "module_stats.h"
 
@@ -204,19 +205,18 @@ int rl_wlog_push(RedisModuleKey *key, int64_t cutoff_ms, int64_t keep, int64_t t
 }
 
 /* A log as bytes: little-endian int64 ms, oldest first (RDB, AOF and RLIMIT.LOGSET). */
-static char *wlog_pack(const struct swlog *log, size_t *len)
+static char *wlog_pack(const void *value, size_t *len)
 {
+    const struct swlog *log = value;
     *len = (size_t)log->len * 8;
     unsigned char *buf = RedisModule_Alloc(*len ? *len : 1);
     for (uint32_t i = 0; i < log->len; i++) {
-        uint64_t v = (uint64_t)swlog_at(log, i);
-        for (int b = 0; b < 8; b++)
-            buf[(size_t)i * 8 + (size_t)b] = (unsigned char)(v >> (8 * b));
+        rl_put_i64(buf + (size_t)i * 8, swlog_at(log, i));
     }
     return (char *)buf;
 }
 
-static struct swlog *wlog_unpack(const char *packed, size_t len, const char **err)
+static void *wlog_unpack(const char *packed, size_t len, const char **err)
 {
     const unsigned char *p = (const unsigned char *)packed;
     if (len == 0 || len % 8 != 0 || len / 8 >= UINT32_MAX) {
@@ -227,10 +227,7 @@ static struct swlog *wlog_unpack(const char *packed, size_t len, const char **er
     struct swlog *log = wlog_alloc(n);
     int64_t prev = INT64_MIN;
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t v = 0;
-        for (int b = 0; b < 8; b++)
-            v |= (uint64_t)p[(size_t)i * 8 + (size_t)b] << (8 * b);
-        int64_t ts = (int64_t)v;
+        int64_t ts = rl_get_i64(p + (size_t)i * 8);
         /* swlog's binary search and ISALLOWED's counting rely on ascending order. */
         if (ts < prev || ts < 0 || ts > ISALLOWED_MAX_TS_MS) {
             RedisModule_Free(log);
@@ -260,40 +257,17 @@ int rl_wlog_replace(RedisModuleKey *key, const char *packed, size_t len, const c
 
 static void *wlog_rdb_load(RedisModuleIO *io, int encver)
 {
-    if (encver != RL_ENCVER) {
-        RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING,
-                               "rlimit: rlim-wlog encoding %d is newer than this module", encver);
-        return NULL;
-    }
-    size_t len;
-    char *buf = RedisModule_LoadStringBuffer(io, &len);
-    if (RedisModule_IsIOError(io) || buf == NULL)
-        return NULL;
-    const char *err;
-    struct swlog *log = wlog_unpack(buf, len, &err);
-    RedisModule_Free(buf);
-    if (log == NULL)
-        RedisModule_LogIOError(io, REDISMODULE_LOGLEVEL_WARNING, "rlimit: corrupt rlim-wlog: %s",
-                               err);
-    else
-        rl_stats_values(1);
-    return log;
+    return rl_packed_rdb_load(io, encver, RL_ENCVER, "rlim-wlog", wlog_unpack);
 }
 
 static void wlog_rdb_save(RedisModuleIO *io, void *value)
 {
-    size_t len;
-    char *buf = wlog_pack(value, &len);
-    RedisModule_SaveStringBuffer(io, buf, len);
-    RedisModule_Free(buf);
+    rl_packed_rdb_save(io, value, wlog_pack);
 }
 
 static void wlog_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
 {
-    size_t len;
-    char *buf = wlog_pack(value, &len);
-    RedisModule_EmitAOF(aof, "RLIMIT.LOGSET", "sb", key, buf, len);
-    RedisModule_Free(buf);
+    rl_packed_aof(aof, "RLIMIT.LOGSET", key, value, wlog_pack);
 }
 
 static size_t wlog_mem_usage(const void *value)

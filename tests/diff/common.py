@@ -417,6 +417,34 @@ def context_line(i, args, a, b, names):
     return "    #%d %s -> %s%s" % (i, show(args, 300), show(a, 300), same)
 
 
+class Tally:
+    """The named checks of one test run: check() records each (printing a failure with what it
+    got and wanted), done() prints "N passed, N failed" and answers the exit status."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, what, got, want):
+        if got == want:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL %s: got %r, want %r" % (what, got, want))
+
+    def done(self):
+        print("%d passed, %d failed" % (self.passed, self.failed))
+        return 1 if self.failed else 0
+
+
+def info_int(info, field):
+    """An integer field of an INFO reply's bytes (RESP framing around it is ignored)."""
+    prefix = field.encode() + b":"
+    for line in info.split(b"\r\n"):
+        if line.startswith(prefix):
+            return int(line[len(prefix):])
+    raise RuntimeError("no %s in INFO" % field)
+
+
 def resolve_rlimitd(arg=None):
     """The rlimitd binary: the argument, $RLIMITD_BIN, $RLIMITD, or build/rlimitd."""
     for cand in (arg, os.environ.get("RLIMITD_BIN"), os.environ.get("RLIMITD"),

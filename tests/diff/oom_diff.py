@@ -12,26 +12,15 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Resp, start_redis, start_rlimitd  # noqa: E402
+from common import Resp, Tally, info_int, start_redis, start_rlimitd  # noqa: E402
 
 OOM = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
-passed = failed = 0
-
-
-def check(what, got, want):
-    global passed, failed
-    if got == want:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL %s: got %r, want %r" % (what, got, want))
+tally = Tally()
+check = tally.check
 
 
 def used_memory(c):
-    for line in c.call("INFO", "memory").split(b"\r\n"):
-        if line.startswith(b"used_memory:"):
-            return int(line.split(b":")[1])
-    raise RuntimeError("no used_memory in INFO")
+    return info_int(c.call("INFO", "memory"), "used_memory")
 
 
 def prepare(c):
@@ -113,8 +102,7 @@ def main():
     finally:
         c.close()
         srv.stop()
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return tally.done()
 
 
 if __name__ == "__main__":

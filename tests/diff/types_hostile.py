@@ -10,25 +10,15 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Tally, info_int  # noqa: E402
 from types_diff import Conn, flat, free_port, start, stop  # noqa: E402
 
-passed = failed = 0
-
-
-def check(what, got, want):
-    global passed, failed
-    if got == want:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL %s: got %r, want %r" % (what, got, want))
+tally = Tally()
+check = tally.check
 
 
 def used_memory(c):
-    for line in c.run([["INFO", "memory"]])[0].split(b"\r\n"):
-        if line.startswith(b"used_memory:"):
-            return int(line.split(b":")[1])
-    return -1
+    return info_int(c.run([["INFO", "memory"]])[0], "used_memory")
 
 
 def main():
@@ -139,8 +129,7 @@ def main():
     finally:
         stop(p)
         shutil.rmtree(tmp, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return tally.done()
 
 
 if __name__ == "__main__":

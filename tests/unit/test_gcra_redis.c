@@ -16,6 +16,8 @@
 #include "rlimitd/gcra.h"
 #include "rlimitd/gcra_redis.h"
 
+#include "argv_line.h"
+
 #define US 1000LL
 #define MS 1000000LL
 #define SEC 1000000000LL
@@ -28,27 +30,6 @@
 #define NOT_POSITIVE "value is out of range, must be positive"
 #define NOT_IN_RANGE "value is out of range, value must between 1 and 9223372036854775807"
 #define BAD_PERIOD "period must be > 0 and < 1e12"
-
-/* Splits a command line at spaces into argv (no quoting needed by these tests). */
-struct line {
-    int argc;
-    const char *argv[16];
-    size_t lens[16];
-    char buf[512];
-};
-
-static void split(struct line *l, const char *text)
-{
-    cr_assert_lt(strlen(text), sizeof l->buf);
-    strcpy(l->buf, text);
-    l->argc = 0;
-    for (char *p = strtok(l->buf, " "); p != NULL; p = strtok(NULL, " ")) {
-        cr_assert_lt(l->argc, 16);
-        l->argv[l->argc] = p;
-        l->lens[l->argc] = strlen(p);
-        l->argc++;
-    }
-}
 
 static const char *parse_err(const char *text)
 {

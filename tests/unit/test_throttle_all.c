@@ -18,31 +18,13 @@
 #include "rlimitd/throttle_all.h"
 #include "rlimitd/wait.h"
 
+#include "argv_line.h"
+
 #define SEC 1000000000LL
 #define MS 1000000LL
 #define T0 1700000000000000000LL
 
 /* ---- arguments ---- */
-
-struct line {
-    int argc;
-    const char *argv[200];
-    size_t lens[200];
-    char buf[4096];
-};
-
-static void split(struct line *l, const char *text)
-{
-    cr_assert_lt(strlen(text), sizeof l->buf);
-    strcpy(l->buf, text);
-    l->argc = 0;
-    for (char *p = strtok(l->buf, " "); p != NULL; p = strtok(NULL, " ")) {
-        cr_assert_lt(l->argc, 200);
-        l->argv[l->argc] = p;
-        l->lens[l->argc] = strlen(p);
-        l->argc++;
-    }
-}
 
 static char errbuf[256];
 
