@@ -127,8 +127,10 @@ static int script_denyoom(const struct cmd_def *d, int argc, char **argv, const 
         if (lens[1] != 40)
             return 0; /* NOSCRIPT, from EVALSHA itself */
         char sha[41];
-        for (int i = 0; i < 40; i++)
-            sha[i] = (char)(argv[1][i] >= 'A' && argv[1][i] <= 'Z' ? argv[1][i] | 0x20 : argv[1][i]);
+        for (int i = 0; i < 40; i++) {
+            char c = argv[1][i];
+            sha[i] = (char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c);
+        }
         sha[40] = '\0';
         int known = script_lookup(sha);
         if (known >= 0) {
@@ -152,10 +154,12 @@ static int script_denyoom(const struct cmd_def *d, int argc, char **argv, const 
 static int oom_refused(const struct cmd_env *env, const struct session *s,
                        const struct cmd_def *d, int argc, char **argv, const size_t *lens)
 {
+    int in_multi = (s->flags & SESSION_IN_MULTI) != 0;
+    if (!(d->flags & (CMD_DENYOOM | CMD_NOSCRIPT)) && !in_multi)
+        return 0; /* most reads: decided by the flags alone */
     int64_t max = __atomic_load_n(&env->conf->maxmemory, __ATOMIC_RELAXED);
     if (max <= 0)
         return 0;
-    int in_multi = (s->flags & SESSION_IN_MULTI) != 0;
     int denyoom = (d->flags & (CMD_DENYOOM | CMD_OOM_NEW_KEY_ONLY)) == CMD_DENYOOM;
     int may_grow = (d->flags & CMD_DENYOOM) != 0; /* the limiters too: their new keys */
     if (!may_grow && (d->flags & CMD_NOSCRIPT) && strncmp(d->name, "eval", 4) == 0) {

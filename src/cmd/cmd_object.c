@@ -38,7 +38,7 @@ static const char *const object_help[] = {
 };
 
 #define ADJUST_NOTE                                                                                \
-    " Please note that when switching between policies at runtime LRU and LFU data will take "    \
+    " Please note that when switching between policies at runtime LRU and LFU data will take "     \
     "some time to adjust."
 
 static int policy_is_lfu(int64_t p)
@@ -178,7 +178,9 @@ static void cmd_object(struct cmd_ctx *x)
     }
     if (sub == 2) {
         if (policy_is_lfu(policy)) {
-            reply_error(x->out, "ERR An LFU maxmemory policy is selected, idle time not tracked." ADJUST_NOTE);
+            reply_error(
+                x->out,
+                "ERR An LFU maxmemory policy is selected, idle time not tracked." ADJUST_NOTE);
             return;
         }
         if (!policy_is_lru(policy)) {
@@ -190,16 +192,26 @@ static void cmd_object(struct cmd_ctx *x)
         return;
     }
     if (!policy_is_lfu(policy)) {
-        reply_error(x->out,
-                    "ERR An LFU maxmemory policy is not selected, access frequency not tracked." ADJUST_NOTE);
+        reply_error(x->out, "ERR An LFU maxmemory policy is not selected, access frequency not "
+                            "tracked." ADJUST_NOTE);
         return;
     }
     reply_int(x->out, freq < 0 ? 5 : freq); /* a shard not switched yet: a new key's count */
 }
 
 const struct cmd_def cmd_object_table[] = {
-    {"object", -2, CMD_READONLY, 2, 2, 1, "keyspace read slow", cmd_object,
-     {.summary = "A container for object introspection commands", .since = "2.2.3",
-      .group = "generic", .complexity = "Depends on subcommand.", .extra = CMD_SHOW_CONTAINER}},
+    {"object",
+     -2,
+     CMD_READONLY,
+     2,
+     2,
+     1,
+     "keyspace read slow",
+     cmd_object,
+     {.summary = "A container for object introspection commands",
+      .since = "2.2.3",
+      .group = "generic",
+      .complexity = "Depends on subcommand.",
+      .extra = CMD_SHOW_CONTAINER}},
 };
 const int cmd_object_count = (int)(sizeof(cmd_object_table) / sizeof(cmd_object_table[0]));

@@ -125,6 +125,7 @@ struct shard {
      * "Access data"); NULL otherwise, so the default policy costs no byte per key. */
     uint16_t *meta;
     uint8_t meta_kind; /* META_NONE, META_LRU, META_LFU */
+    int64_t meta_clock; /* the last command's time seen by find (a new key's first access) */
 } __attribute__((aligned(64)));
 
 struct keyspace {
@@ -287,6 +288,8 @@ void remove_slot(const struct keyspace *ks, struct shard *sh, uint64_t i);
 static inline int64_t find(const struct keyspace *ks, struct shard *sh, const struct ks_key *k,
                            int64_t now)
 {
+    if (__builtin_expect(sh->meta != NULL, 0))
+        sh->meta_clock = now; /* insert, which has no clock, stamps a new key with it */
     int64_t i = lookup(sh, k);
     if (i < 0)
         return -1;

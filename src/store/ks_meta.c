@@ -50,7 +50,8 @@ void meta_free(struct shard *sh, uint16_t *meta, uint64_t nslots)
     shard_free(sh, meta);
 }
 
-/* Redis's LFUDecrAndReturn: the counter less one per lfu-decay-time minutes since the last decay. */
+/* Redis's LFUDecrAndReturn: the counter less one per lfu-decay-time minutes since the last decay.
+ */
 unsigned lfu_decayed(const struct keyspace *ks, uint16_t m, int64_t now)
 {
     unsigned counter = m & 0xff;
@@ -103,4 +104,3 @@ void meta_sync(const struct keyspace *ks, struct shard *sh)
     if (kind != META_NONE)
         sh->meta = meta_alloc(sh, sh->mask + 1);
 }
-

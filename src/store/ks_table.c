@@ -267,7 +267,8 @@ uint64_t insert(const struct keyspace *ks, struct shard *sh, const struct ks_key
     sh->tags[i] = tag_of(k->hash);
     sh->refs[i] = ref;
     if (sh->meta != NULL)
-        sh->meta[i] = meta_fresh(sh->meta_kind, meta_now());
+        sh->meta[i] =
+            meta_fresh(sh->meta_kind, sh->meta_clock != 0 ? sh->meta_clock : meta_now());
     counter_add(&sh->count, 1);
     count_limiter(sh, type, 1);
     touch_entry(sh, e);
