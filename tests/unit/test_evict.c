@@ -37,6 +37,20 @@ static struct ks_key key_of(const char *prefix, int i)
     return k;
 }
 
+/* ks_evict stops after about a millisecond when it made progress (Redis's EVICT_RUNNING): on a
+ * busy machine one call may not be enough, so call it as commands would, until it is under the
+ * limit or reports that it cannot get there. */
+static int evict_until_done(int64_t now, uint64_t *evicted)
+{
+    int rc;
+    uint64_t before;
+    do { /* a call that deletes nothing and answers 0 found used memory under the limit */
+        before = *evicted;
+        rc = ks_evict(ks, 0, now, evicted);
+    } while (rc == 0 && *evicted != before);
+    return rc;
+}
+
 static int exists(const char *prefix, int i, int64_t now)
 {
     struct ks_key k = key_of(prefix, i);
@@ -51,7 +65,7 @@ Test(evict, noeviction_deletes_nothing_and_reports_over)
     }
     ks_set_maxmemory(ks, ks_used_memory(ks) / 2);
     uint64_t evicted = 0;
-    cr_assert_eq(ks_evict(ks, 0, T0, &evicted), -1);
+    cr_assert_eq(evict_until_done(T0, &evicted), -1);
     cr_assert_eq(evicted, 0);
     cr_assert_eq(ks_key_count(ks), 100);
 }
@@ -67,7 +81,7 @@ Test(evict, allkeys_random_gets_gcra_keys_under_the_limit)
     ks_set_maxmemory(ks, used - used / 4);
     ks_set_eviction(ks, KS_POL_ALLKEYS_RANDOM, 5, 10, 1);
     uint64_t evicted = 0;
-    cr_assert_eq(ks_evict(ks, 0, T0, &evicted), 0);
+    cr_assert_eq(evict_until_done(T0, &evicted), 0);
     cr_assert_leq(ks_used_memory(ks), used - used / 4);
     cr_assert_gt(evicted, 0);
     cr_assert_lt(evicted, 2000, "evicted %llu: far more than a quarter",
@@ -94,7 +108,7 @@ Test(evict, volatile_policies_never_delete_persistent_keys_and_stop_when_none_le
         }
         ks_set_maxmemory(ks, ks_used_memory(ks) / 2); /* more than the volatile keys hold */
         uint64_t evicted = 0;
-        cr_assert_eq(ks_evict(ks, 0, T0, &evicted), -1, "policy %d", policies[p]);
+        cr_assert_eq(evict_until_done(T0, &evicted), -1, "policy %d", policies[p]);
         cr_assert_eq(evicted, 50, "policy %d evicted %llu", policies[p],
                      (unsigned long long)evicted);
         cr_assert_eq(ks_key_count(ks), 500);
@@ -112,7 +126,7 @@ Test(evict, volatile_ttl_deletes_the_nearest_expiries_first)
     uint64_t used = ks_used_memory(ks);
     ks_set_maxmemory(ks, used - used / 5);
     uint64_t evicted = 0;
-    cr_assert_eq(ks_evict(ks, 0, T0, &evicted), 0);
+    cr_assert_eq(evict_until_done(T0, &evicted), 0);
     int low = 0;
     for (int i = 0; i < 1000; i++)
         if (!exists("t", i, T0) && i < 2 * (int)evicted)
@@ -139,7 +153,7 @@ Test(evict, allkeys_lru_keeps_the_keys_accessed_last)
     uint64_t used = ks_used_memory(ks);
     ks_set_maxmemory(ks, used - used / 4);
     uint64_t evicted = 0;
-    cr_assert_eq(ks_evict(ks, 0, T0 + 3600 * SEC, &evicted), 0);
+    cr_assert_eq(evict_until_done(T0 + 3600 * SEC, &evicted), 0);
     for (int i = 800; i < 1000; i++)
         cr_assert(exists("l", i, T0 + 3600 * SEC), "recent key %d evicted", i);
 }
