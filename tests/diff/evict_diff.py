@@ -100,6 +100,9 @@ def scenario(c, policy, persistent=1000, volatile=3000, lru=False, lfu=False, wr
     c.call("CONFIG", "SET", "maxmemory", str(used - (used - base) // 4))
     new = ["new:%d" % i for i in range(writes)]
     replies = pipeline(c, [["SET", k, VAL] for k in new])
+    # Redis goes on evicting between commands after a pass that ran out of time (its eviction
+    # time event): the limit is lifted before anything is counted, so the counts agree.
+    c.call("CONFIG", "SET", "maxmemory", "0")
     after = int(c.call("DBSIZE")[1:-2])
     out = {
         "replies": replies,
