@@ -46,6 +46,10 @@ struct conf {
     int64_t tcp_keepalive;     /* seconds; 0 = off */
     char *requirepass;         /* NULL or "" = no AUTH needed */
     int64_t maxmemory;         /* bytes; 0 = no limit */
+    int64_t maxmemory_policy;  /* enum ks_policy (CONFIG.md, maxmemory-policy) */
+    int64_t maxmemory_samples; /* keys sampled per shard and eviction round */
+    int64_t lfu_log_factor;
+    int64_t lfu_decay_time;    /* minutes */
     char *dir;
     char *dbfilename;
     int64_t save_interval;     /* seconds; 0 = off */

@@ -66,6 +66,39 @@ void ks_set_maxmemory(struct keyspace *ks, uint64_t bytes);
 /* 1 if maxmemory is set and used memory is above it: what refuses a new key. Multi-key writes
  * (MSET) ask once before writing any key, so they are refused whole, never half done. */
 int ks_over_maxmemory(const struct keyspace *ks);
+
+/* ---- eviction (src/store/ks_evict.c; CONFIG.md, maxmemory-policy) ----
+ * The policies in Redis's order (its error text lists them so). */
+enum ks_policy {
+    KS_POL_VOLATILE_LRU = 0,
+    KS_POL_VOLATILE_LFU,
+    KS_POL_VOLATILE_RANDOM,
+    KS_POL_VOLATILE_TTL,
+    KS_POL_ALLKEYS_LRU,
+    KS_POL_ALLKEYS_LFU,
+    KS_POL_ALLKEYS_RANDOM,
+    KS_POL_NOEVICTION,
+};
+
+/* Sets the policy and its tunables (maxmemory-samples, lfu-log-factor, lfu-decay-time). Moving
+ * to or from an LRU/LFU policy gives each shard its access array or takes it away, one shard
+ * lock at a time: the caller must hold no shard lock. */
+void ks_set_eviction(struct keyspace *ks, int policy, int samples, int lfu_log_factor,
+                     int lfu_decay_time);
+
+/* Redis's performEvictions: while used memory plus `extra` is over maxmemory, deletes keys the
+ * policy picks (each through the same path as DEL, so WATCH sees it), for at most about a
+ * millisecond. Takes shard locks with trylock only, one at a time, so it may be called with
+ * other shard locks held. Adds the keys deleted to *evicted. Returns 0 when at or under the
+ * limit, or when keys were deleted and the time ran out (Redis's EVICT_RUNNING: the command
+ * runs); -1 when still over and nothing could be deleted (noeviction, no candidate). */
+int ks_evict(struct keyspace *ks, uint64_t extra, int64_t now, uint64_t *evicted);
+
+/* The access data an LRU/LFU policy keeps of key (its shard locked): *idle_s seconds since the
+ * last access (-1: not tracked now) and *freq the LFU counter (-1: not tracked now). Returns 0,
+ * or -1 if the key is absent. A read: it does not count as an access. */
+int ks_access_info(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t *idle_s,
+                   int64_t *freq);
 /* Bytes allocated for entries, values and tables (malloc_usable_size), all shards, plus the
  * external bytes last set. */
 uint64_t ks_used_memory(const struct keyspace *ks);

@@ -30,6 +30,7 @@ struct stats {
     _Atomic uint64_t net_input_bytes;
     _Atomic uint64_t net_output_bytes;
     _Atomic uint64_t expired_keys;
+    _Atomic uint64_t evicted_keys;      /* deleted by maxmemory-policy (ks_evict) */
     _Atomic uint64_t dirty;             /* successful write commands, for snapshots */
     _Atomic uint64_t busy_poll_spins;   /* times the loop started polling without sleeping */
     _Atomic uint64_t busy_poll_backoffs; /* ... and stopped because its CPU was contended */

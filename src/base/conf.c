@@ -66,6 +66,10 @@ struct directive {
 static const char *const loglevel_names[] = {"debug", "verbose", "notice", "warning", NULL};
 static const char *const supervised_names[] = {"no", "systemd", "auto", NULL};
 static const char *const io_sched_names[] = {"auto", "normal", "batch", NULL};
+/* In enum ks_policy's order, which is the order Redis lists them in its error. */
+static const char *const policy_names[] = {"volatile-lru", "volatile-lfu", "volatile-random",
+                                           "volatile-ttl", "allkeys-lru", "allkeys-lfu",
+                                           "allkeys-random", "noeviction", NULL};
 
 /* The enum tables are indexed by these values. */
 _Static_assert(LOG_DEBUG == 0 && LOG_VERBOSE == 1 && LOG_NOTICE == 2 && LOG_WARNING == 3,
@@ -132,6 +136,15 @@ static const struct directive table[] = {
     SECS("tcp-keepalive", F_LIVE, tcp_keepalive, "300", 0, 32767, "TCP keepalive; 0 = off"),
     STR("requirepass", F_LIVE, requirepass, "", NULL, "password for AUTH; empty = none"),
     MEM("maxmemory", F_LIVE, maxmemory, "0", 0, INT64_MAX, "refuse new keys above; 0 = none"),
+    ENUM("maxmemory-policy", F_LIVE, maxmemory_policy, "noeviction", policy_names, NULL,
+         "which keys are deleted over maxmemory: noeviction, allkeys-/volatile-lru, -lfu, "
+         "-random, volatile-ttl"),
+    INT("maxmemory-samples", F_LIVE, maxmemory_samples, "5", 1, INT_MAX,
+        "keys sampled per shard and eviction round (more: closer to exact, slower)"),
+    INT("lfu-log-factor", F_LIVE, lfu_log_factor, "10", 0, INT_MAX,
+        "how slowly the LFU counter grows with hits"),
+    INT("lfu-decay-time", F_LIVE, lfu_decay_time, "1", 0, INT_MAX,
+        "minutes for the LFU counter to drop by one; 0 = never"),
     STR("dir", F_NONEMPTY, dir, ".", NULL, "working directory; the snapshot is written here"),
     STR("dbfilename", F_NONEMPTY, dbfilename, "rlimitd.snap", check_dbfilename,
         "snapshot file name inside dir"),

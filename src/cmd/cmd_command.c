@@ -272,12 +272,17 @@ static void reply_entry(struct rbuf *out, const struct cmd_def *d)
     unsigned extra = m != NULL ? m->extra : 0;
     int container = (extra & CMD_SHOW_CONTAINER) != 0;
     reply_flags(out, container ? 0 : d->flags | extra);
-    reply_int(out, d->first_key);
-    reply_int(out, d->last_key);
-    reply_int(out, d->step);
+    /* A container's keys are its subcommands' in Redis (OBJECT's key is at 2 of each), so it
+     * shows none; the dispatcher still locks them (cmd_run.c key_span). */
+    reply_int(out, container ? 0 : d->first_key);
+    reply_int(out, container ? 0 : d->last_key);
+    reply_int(out, container ? 0 : d->step);
     reply_acl(out, container ? "slow" : d->acl);
     reply_words(out, m != NULL ? m->tips : NULL, 0);
-    reply_keyspecs(out, d, m);
+    if (container)
+        reply_set(out, 0);
+    else
+        reply_keyspecs(out, d, m);
     /* Subcommands: Redis answers an empty set for a command without any, an array of entries
      * for a container (of which rlimitd lists none, COMMANDS.md). */
     if (container || (extra & CMD_SHOW_SUBCOMMANDS))

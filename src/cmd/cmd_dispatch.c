@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rlimitd/clock.h"
@@ -143,15 +144,59 @@ static void pubsub_refused(struct session *s, int idx, int argc, char **argv,
  * DISCARD, QUIT and RESET (queueing costs memory), and EXEC itself when it queued a denyoom
  * command. What this session's queue holds counts toward the limit, as a Redis client's
  * buffers do. Free when maxmemory is 0: the flags decide before memory is summed. */
+/* Redis 7.0 replaces EVAL's flags by a shebang script's own: without `allow-oom` or `no-writes`
+ * such a script is denyoom, refused up front over maxmemory with the plain OOM text (7.0.15's;
+ * later versions word it differently). A script without a shebang is checked by its calls. */
+static int script_denyoom(const struct cmd_def *d, int argc, char **argv, const size_t *lens)
+{
+    if (argc < 2 || strncmp(d->name, "eval", 4) != 0) /* eval, eval_ro, evalsha, evalsha_ro */
+        return 0;
+    unsigned flags = 0;
+    char err[160];
+    if (strncmp(d->name, "evalsha", 7) == 0) {
+        if (lens[1] != 40)
+            return 0; /* NOSCRIPT, from EVALSHA itself */
+        char sha[41];
+        for (int i = 0; i < 40; i++) {
+            char c = argv[1][i];
+            sha[i] = (char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c);
+        }
+        sha[40] = '\0';
+        int known = script_lookup(sha);
+        if (known >= 0) {
+            flags = (unsigned)known;
+        } else {
+            size_t len;
+            char *body = script_cache_get(sha, 40, &len);
+            if (body == NULL)
+                return 0;
+            if (script_shebang(body, len, &flags, err, sizeof(err)) != 0)
+                flags = 0;
+            free(body);
+        }
+    } else if (script_shebang(argv[1], lens[1], &flags, err, sizeof(err)) != 0) {
+        return 0; /* EVAL answers the shebang's error */
+    }
+    return (flags & SCRIPT_FLAG_SHEBANG) &&
+           !(flags & (SCRIPT_FLAG_ALLOW_OOM | SCRIPT_FLAG_NO_WRITES));
+}
+
 static int oom_refused(const struct cmd_env *env, const struct session *s,
-                       const struct cmd_def *d)
+                       const struct cmd_def *d, int argc, char **argv, const size_t *lens)
 {
     int in_multi = (s->flags & SESSION_IN_MULTI) != 0;
-    int denyoom = (d->flags & (CMD_DENYOOM | CMD_OOM_NEW_KEY_ONLY)) == CMD_DENYOOM;
-    if (!denyoom && !in_multi)
-        return 0;
+    if (!(d->flags & (CMD_DENYOOM | CMD_NOSCRIPT)) && !in_multi)
+        return 0; /* most reads: decided by the flags alone */
     int64_t max = __atomic_load_n(&env->conf->maxmemory, __ATOMIC_RELAXED);
     if (max <= 0)
+        return 0;
+    int denyoom = (d->flags & (CMD_DENYOOM | CMD_OOM_NEW_KEY_ONLY)) == CMD_DENYOOM;
+    int may_grow = (d->flags & CMD_DENYOOM) != 0; /* the limiters too: their new keys */
+    if (!may_grow && (d->flags & CMD_NOSCRIPT) && strncmp(d->name, "eval", 4) == 0) {
+        may_grow = 1; /* evict first, as Redis before any command: the script's calls may write */
+        denyoom = script_denyoom(d, argc, argv, lens);
+    }
+    if (!may_grow && !in_multi)
         return 0;
     if (in_multi && !denyoom) {
         if (strcmp(d->name, "exec") == 0)
@@ -159,11 +204,17 @@ static int oom_refused(const struct cmd_env *env, const struct session *s,
         else
             denyoom = strcmp(d->name, "discard") != 0 && strcmp(d->name, "quit") != 0 &&
                       strcmp(d->name, "reset") != 0;
-        if (!denyoom)
+        if (!denyoom && !may_grow)
             return 0;
     }
     uint64_t held = in_multi ? __atomic_load_n(&s->multi_mem, __ATOMIC_RELAXED) : 0;
-    return ks_used_memory(env->ks) + held > (uint64_t)max;
+    /* Redis's performEvictions first: the policy frees what it may (CONFIG.md,
+     * maxmemory-policy); the store refuses a limiter's new key if that was not enough. */
+    uint64_t evicted = 0;
+    int over = ks_evict(env->ks, held, clock_now_ns(), &evicted) != 0;
+    if (evicted != 0 && s->stats != NULL)
+        stats_add(&s->stats->evicted_keys, evicted);
+    return denyoom && over;
 }
 
 static void execute(struct cmd_env *env, struct session *s, int argc, char **argv,
@@ -232,7 +283,7 @@ static void execute(struct cmd_env *env, struct session *s, int argc, char **arg
         reject(s, idx, out, "ERR Command not allowed inside a transaction");
         return;
     }
-    if (oom_refused(env, s, d)) {
+    if (oom_refused(env, s, d, argc, argv, lens)) {
         if ((s->flags & SESSION_IN_MULTI) && strcmp(d->name, "exec") == 0) {
             /* Redis answers a refused EXEC so, and the transaction and its WATCHes are gone. */
             multi_discard(s);

@@ -344,7 +344,7 @@ static void sec_stats(struct info *in)
     add(in->b, "total_net_output_bytes:%" PRIu64, TOTAL(env, net_output_bytes));
     add(in->b, "rejected_connections:%" PRIu64, TOTAL(env, rejected_conns));
     add(in->b, "expired_keys:%" PRIu64, TOTAL(env, expired_keys));
-    add(in->b, "evicted_keys:0");
+    add(in->b, "evicted_keys:%" PRIu64, TOTAL(env, evicted_keys));
     add(in->b, "total_error_replies:%" PRIu64, errors);
     add(in->b, "busy_poll_spins:%" PRIu64, TOTAL(env, busy_poll_spins));
     add(in->b, "busy_poll_backoffs:%" PRIu64, TOTAL(env, busy_poll_backoffs));

@@ -112,7 +112,7 @@ struct cmd_def {
 #define CMD_AREAS(X)                                                                              \
     X(limit) X(throttle_all) X(lease) X(string) X(key) X(hash) X(list) X(server) X(slowlog) X(info)      \
     X(command) X(tx) X(limiter) X(zset) X(zset_read) X(zset_trim) X(zset_random) X(script) \
-    X(pubsub) X(memory)
+    X(pubsub) X(memory) X(object)
 #define CMD_DECLARE_AREA(a)                                                                       \
     extern const struct cmd_def cmd_##a##_table[];                                                \
     extern const int cmd_##a##_count;
@@ -147,6 +147,8 @@ struct script_hold {
     int max_held;           /* highest shard held, -1 for none */
     int read_only;          /* EVAL_RO or "#!lua flags=no-writes" */
     int wrote;              /* a write command ran */
+    int oom_refuse;         /* over maxmemory at the start and no allow-oom: a denyoom call
+                             * before the first write is refused (Redis's scriptVerifyOOM) */
     int all;                /* every shard is held (the run after a rerun request) */
     int rerun;              /* stopped: run again holding every shard */
 };

@@ -43,11 +43,12 @@ static void count_memory(struct cmd_ctx *x)
 /* One run of the script with its hold on the keyspace (every shard if all). Returns 1 if the
  * run was stopped to be run again holding every shard (cmd_script_hold.c). */
 static int run_held(struct cmd_ctx *x, const char *sha, struct ks_key *keys, int nk, int ro,
-                    int all)
+                    int allow_oom, int all)
 {
     struct script_hold h;
     script_hold_init(&h, x, keys, nk, all);
     h.read_only = ro;
+    h.oom_refuse = !allow_oom && ks_over_maxmemory(x->env->ks);
     script_run(sha, cmd_from_script, &h, h.started, x->argv + 3, x->lens + 3, nk,
                x->argv + 3 + nk, x->lens + 3 + nk, x->argc - 3 - nk, x->out);
     script_hold_release(&h);
@@ -105,7 +106,8 @@ static void eval_generic(struct cmd_ctx *x, int by_sha, int read_only)
         memcpy(keys, x->keys, sizeof(*keys) * (size_t)nk);
     size_t out_start = x->out->len;
     int ro = read_only || (flags & SCRIPT_FLAG_NO_WRITES);
-    if (run_held(x, sha, keys, nk, ro, 0)) {
+    int allow_oom = (flags & SCRIPT_FLAG_ALLOW_OOM) != 0;
+    if (run_held(x, sha, keys, nk, ro, allow_oom, 0)) {
         /* It needed a shard another client held, before writing: run it again holding every
          * shard. The dispatcher's shards are given back first and taken again after, so that
          * every shard is taken in ascending order with nothing else held. */
@@ -120,7 +122,7 @@ static void eval_generic(struct cmd_ctx *x, int by_sha, int read_only)
         if (lock_set_or_busy(x->env, &all) != 0) {
             reply_error(x->out, BUSY_TEXT);
         } else {
-            run_held(x, sha, keys, nk, ro, 1);
+            run_held(x, sha, keys, nk, ro, allow_oom, 1);
             lock_set(ks, &all, 0);
         }
         lock_set(ks, &declared, 1); /* the dispatcher releases them after this handler */

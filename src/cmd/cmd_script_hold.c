@@ -160,6 +160,12 @@ void cmd_from_script(void *hold, int argc, char **argv, const size_t *lens, stru
         reply_error(out, "ERR Write commands are not allowed from read-only scripts.");
         return;
     }
+    if (h->oom_refuse && !h->wrote &&
+        (d->flags & (CMD_DENYOOM | CMD_OOM_NEW_KEY_ONLY)) == CMD_DENYOOM) {
+        /* Redis refuses it only before the script's first write: it cannot stop half-way. */
+        reply_error(out, "OOM command not allowed when used memory > 'maxmemory'.");
+        return;
+    }
     if (d->flags & CMD_ALLSHARDS) {
         reply_error(out, "ERR This command visits every shard and is not allowed from scripts "
                          "in rlimitd");

@@ -448,6 +448,8 @@ static void config_set(struct cmd_ctx *x)
     atomic_store(&env->auth_required,
                  env->conf->requirepass != NULL && env->conf->requirepass[0] != '\0');
     ks_set_maxmemory(env->ks, (uint64_t)env->conf->maxmemory);
+    ks_set_eviction(env->ks, (int)env->conf->maxmemory_policy, (int)env->conf->maxmemory_samples,
+                    (int)env->conf->lfu_log_factor, (int)env->conf->lfu_decay_time);
     pthread_mutex_unlock(&env->conf_lock);
     if (env->hooks.config_changed != NULL)
         env->hooks.config_changed(env->hooks.ud);

@@ -97,6 +97,8 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
     srv->net.env = &srv->env;
     cmd_env_init(&srv->env, ks, conf);
     ks_set_maxmemory(ks, (uint64_t)conf->maxmemory);
+    ks_set_eviction(ks, (int)conf->maxmemory_policy, (int)conf->maxmemory_samples,
+                    (int)conf->lfu_log_factor, (int)conf->lfu_decay_time);
     srv->env.tcp_port = conf->port;
     hooks_install(srv);
     if (persist != NULL)

@@ -80,6 +80,9 @@ static void on_sighup(uv_signal_t *h, int signum)
             atomic_store(&srv->env.auth_required,
                          srv->conf->requirepass != NULL && srv->conf->requirepass[0] != '\0');
             ks_set_maxmemory(srv->ks, (uint64_t)srv->conf->maxmemory);
+            ks_set_eviction(srv->ks, (int)srv->conf->maxmemory_policy,
+                            (int)srv->conf->maxmemory_samples, (int)srv->conf->lfu_log_factor,
+                            (int)srv->conf->lfu_decay_time);
             pthread_mutex_unlock(&srv->env.conf_lock);
             io_threads_config_changed(srv);
         }

@@ -21,6 +21,10 @@ struct keyspace *ks_create(unsigned shard_bits, const uint8_t seed[16])
         alloc_fail(sizeof(*ks));
     ks->bits = shard_bits;
     ks->nshards = 1u << shard_bits;
+    ks->policy = KS_POL_NOEVICTION; /* Redis's defaults until ks_set_eviction */
+    ks->samples = 5;
+    ks->lfu_log_factor = 10;
+    ks->lfu_decay_time = 1;
     memcpy(ks->seed, seed, 16);
     zs_set_seed(seed);
     hv_set_seed(seed);
@@ -63,8 +67,13 @@ void ks_flush_shard(struct keyspace *ks, unsigned shard)
     sh->dump_left = 0; /* a dump in progress has nothing left to find */
     /* Give a big emptied table back. */
     if (sh->mask + 1 > MIN_SLOTS) {
-        table_free(sh, sh->tags, sh->mask + 1);
+        uint64_t on = sh->mask + 1;
+        table_free(sh, sh->tags, on);
         table_alloc(sh, MIN_SLOTS);
+        if (sh->meta != NULL) {
+            meta_free(sh, sh->meta, on);
+            sh->meta = meta_alloc(sh, MIN_SLOTS);
+        }
     } else {
         memset(sh->tags, 0, sh->mask + 1);
     }
@@ -79,6 +88,8 @@ void ks_destroy(struct keyspace **ksp)
     for (unsigned i = 0; i < ks->nshards; i++) {
         struct shard *sh = &ks->shards[i];
         ks_flush_shard(ks, i);
+        if (sh->meta != NULL)
+            meta_free(sh, sh->meta, sh->mask + 1);
         table_free(sh, sh->tags, sh->mask + 1);
         pthread_mutex_destroy(&sh->lock);
     }

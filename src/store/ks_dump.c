@@ -431,8 +431,13 @@ static void bulk_build(const struct keyspace *ks, struct shard *sh, struct bulk_
     while (n * 8 > size * 7)
         size *= 2;
     if (size != sh->mask + 1) {
-        table_free(sh, sh->tags, sh->mask + 1);
+        uint64_t on = sh->mask + 1;
+        table_free(sh, sh->tags, on);
         table_alloc(sh, size);
+        if (sh->meta != NULL) {
+            meta_free(sh, sh->meta, on);
+            sh->meta = meta_alloc(sh, size);
+        }
     }
     uint64_t mask = sh->mask;
     if (b->ncount < size + 1) {
@@ -492,6 +497,8 @@ static void bulk_build(const struct keyspace *ks, struct shard *sh, struct bulk_
         } /* else i is the first free slot after the run, as a probe finds it */
         sh->tags[i] = tag;
         sh->refs[i] = ref;
+        if (sh->meta != NULL)
+            sh->meta[i] = meta_fresh(sh->meta_kind, meta_now());
     }
     munmap(sh->bulk, sh->cap_bulk * sizeof(*sh->bulk));
     sh->bulk = NULL;

@@ -14,9 +14,13 @@
  *   ks_expire.c  TTL/EXPIRE/PERSIST, the active expiry cycle, SCAN
  *   ks_dump.c    sliced dumps, restore, bulk loading (the snapshot API)
  *   ks_usage.c   what a key occupies (MEMORY USAGE) and a shard's slot array (MEMORY STATS)
+ *   ks_evict.c   maxmemory-policy: sampling, the eviction pool, deleting (ks_evict)
+ *   ks_meta.c    the LRU/LFU access data beside the slots, the LFU counter, a thread's PRNG
  * Calls between them go one way (a circle would be a layering failure): ks_slab.c calls none of
  * them; ks_table.c calls ks_slab.c; keyspace.c, ks_values.c, ks_hash.c, ks_swlog.c and
  * ks_expire.c call those two, and the value files keyspace.c's ks_used_memory (over_maxmemory);
+ * ks_meta.c calls ks_slab.c only (the table, keyspace.c, ks_dump.c and ks_expire.c call it);
+ * ks_evict.c calls the table, keyspace.c and ks_meta.c, and none of them calls it;
  * ks_dump.c and ks_usage.c call any of them and none calls them. The value types (zset.c,
  * hashval.c, listval.c) call none of the keyspace's files. */
 #ifndef RLIMITD_KS_INTERNAL_H
@@ -59,7 +63,7 @@ struct slabs {
     uint32_t free_head[NCLASS]; /* free list of each class, REF_NONE = empty */
     uint32_t bump_blk[NCLASS];  /* slab being carved for each class */
     uint32_t bump_off[NCLASS];  /* next free byte in it; SLAB_SIZE = none yet */
-    uint64_t slab_bytes;        /* accounted slab pages (touched ones) */
+    uint64_t slab_bytes;        /* accounted bytes of live slab entries (class sizes) */
     uint32_t *slab_idx;         /* which blocks are mmap'd slabs (the rest are large entries) */
     uint32_t nslab;
     uint32_t cap_slab;
@@ -118,6 +122,11 @@ struct shard {
     _Atomic int64_t mem;
     /* Keys some session WATCHes ("Watched keys" below); NULL almost always. */
     struct ks_watch *watch;
+    /* Under an LRU or LFU policy only: one uint16 per slot, moved with its slot (ks_evict.c
+     * "Access data"); NULL otherwise, so the default policy costs no byte per key. */
+    uint16_t *meta;
+    uint8_t meta_kind; /* META_NONE, META_LRU, META_LFU */
+    int64_t meta_clock; /* the last command's time seen by find (a new key's first access) */
 } __attribute__((aligned(64)));
 
 struct keyspace {
@@ -128,6 +137,11 @@ struct keyspace {
     _Atomic uint64_t external; /* memory held outside the tables that counts too (Lua) */
     struct shard *shards;
     int bulk; /* between ks_bulk_begin and ks_bulk_end */
+    /* Eviction (ks_evict.c): written by ks_set_eviction, read by any thread. */
+    _Atomic int policy;
+    _Atomic int samples;
+    _Atomic int lfu_log_factor;
+    _Atomic int lfu_decay_time;
 };
 
 /* ---- counters (written under the shard lock, read by INFO without it) ---- */
@@ -226,6 +240,47 @@ static inline int64_t lookup(const struct shard *sh, const struct ks_key *k)
     }
 }
 
+/* ---- access data for LRU/LFU eviction (ks_evict.c "Access data") ---- */
+
+#define META_NONE 0
+#define META_LRU 1
+#define META_LFU 2
+#define LFU_INIT_VAL 5
+
+/* The LRU clock: seconds, 16 bits (an idle time is exact up to 18 hours, then wraps). */
+static inline uint16_t lru_clock(int64_t now)
+{
+    return (uint16_t)((uint64_t)now / 1000000000u);
+}
+
+/* The value a slot's access data starts with: a new key was just accessed. */
+static inline uint16_t meta_fresh(uint8_t kind, int64_t now)
+{
+    if (kind == META_LRU)
+        return lru_clock(now);
+    /* LFU: [8 bits minutes of the last decay][8 bits counter] */
+    return (uint16_t)((((uint64_t)now / 60000000000u) & 0xff) << 8 | LFU_INIT_VAL);
+}
+
+/* ks_meta.c */
+uint64_t rng_next(void);
+unsigned lfu_decayed(const struct keyspace *ks, uint16_t m, int64_t now);
+uint16_t lfu_touch(const struct keyspace *ks, uint16_t m, int64_t now);
+uint16_t *meta_alloc(struct shard *sh, uint64_t nslots);
+/* Gives the locked shard the access data the policy now wants (or frees it). */
+void meta_sync(const struct keyspace *ks, struct shard *sh);
+void meta_free(struct shard *sh, uint16_t *meta, uint64_t nslots);
+/* The wall clock (coarse, ns) for a key's first access where no command clock is at hand. */
+int64_t meta_now(void);
+
+/* An access to the entry in slot i (a command found it). */
+static inline void meta_touch(const struct keyspace *ks, struct shard *sh, uint64_t i,
+                              int64_t now)
+{
+    if (__builtin_expect(sh->meta != NULL, 0))
+        sh->meta[i] = sh->meta_kind == META_LRU ? lru_clock(now) : lfu_touch(ks, sh->meta[i], now);
+}
+
 void table_alloc(struct shard *sh, uint64_t nslots);
 void table_free(struct shard *sh, uint8_t *tags, uint64_t nslots);
 void remove_slot(const struct keyspace *ks, struct shard *sh, uint64_t i);
@@ -234,6 +289,8 @@ void remove_slot(const struct keyspace *ks, struct shard *sh, uint64_t i);
 static inline int64_t find(const struct keyspace *ks, struct shard *sh, const struct ks_key *k,
                            int64_t now)
 {
+    if (__builtin_expect(sh->meta != NULL, 0))
+        sh->meta_clock = now; /* insert, which has no clock, stamps a new key with it */
     int64_t i = lookup(sh, k);
     if (i < 0)
         return -1;
@@ -241,6 +298,7 @@ static inline int64_t find(const struct keyspace *ks, struct shard *sh, const st
         remove_slot(ks, sh, (uint64_t)i);
         return -1;
     }
+    meta_touch(ks, sh, (uint64_t)i, now);
     return i;
 }
 
@@ -281,12 +339,16 @@ static inline void set_type(struct shard *sh, uint8_t *e, enum ks_type t)
 void set_expire(struct shard *sh, uint64_t i, int64_t at);
 uint8_t *prepare_new_value(struct shard *sh, uint64_t i);
 
+/* Set by this thread's last ks_evict when it stopped for time having deleted keys (Redis's
+ * EVICT_RUNNING): the command it ran for goes ahead as in Redis, its new key too. */
+extern _Thread_local int evict_running;
+
 /* Creating a key is refused over maxmemory; everything else keeps working (COMMANDS.md, Wire
  * protocol). */
 static inline int over_maxmemory(const struct keyspace *ks)
 {
     uint64_t max = atomic_load_explicit(&ks->maxmemory, memory_order_relaxed);
-    return max != 0 && ks_used_memory(ks) > max;
+    return max != 0 && !evict_running && ks_used_memory(ks) > max;
 }
 
 /* ---- Watched keys ----

@@ -6,9 +6,12 @@
  * get their own malloc block. A reference is (block index << 13) | (offset / 8), so there is no
  * malloc header per key (ks_entry.h has the entry's layout).
  *
- * Memory accounting (ks_used_memory): slab pages as the bump pointer first touches them (what RSS
- * sees, not the 64 KiB reservation), slot arrays, large entries and blobs (malloc_usable_size),
- * all added to the shard's mem counter here (shard_alloc, shard_free, mem_add). When a table
+ * Memory accounting (ks_used_memory): live slab entries at their class size, slot arrays, large
+ * entries and blobs (malloc_usable_size), all added to the shard's mem counter here (shard_alloc,
+ * shard_free, mem_add). Entries are counted live, not as the slab pages they touched, as Redis's
+ * used_memory counts what the allocator has handed out: a deleted entry (DEL, expiry, eviction)
+ * lowers it at once, which is what lets eviction get under maxmemory; the freed slots wait on the
+ * free lists for the next keys (RSS minus used memory shows them, as fragmentation). When a table
  * shrinks, the live entries are also copied into fresh slabs and the old slabs are unmapped
  * (ks_table.c rehash), so memory goes back after mass expiry, not only after FLUSHALL. */
 #include "ks_internal.h"
@@ -106,16 +109,11 @@ uint32_t slab_alloc(struct shard *sh, struct slabs *s, size_t size)
                 s->bump_off[c] = 0;
             }
             uint32_t off = s->bump_off[c];
-            /* Count a page when the bump pointer first reaches it: that is when RSS grows. */
-            uint32_t pages_before = (off + PAGE - 1) / PAGE;
-            uint32_t pages_after = (off + csize + PAGE - 1) / PAGE;
-            if (pages_after != pages_before) {
-                s->slab_bytes += (uint64_t)(pages_after - pages_before) * PAGE;
-                mem_add_n(sh, (int64_t)(pages_after - pages_before) * PAGE);
-            }
             ref = (s->bump_blk[c] << OFF_BITS) | (off >> UNIT_SHIFT);
             s->bump_off[c] = off + csize;
         }
+        s->slab_bytes += csize;
+        mem_add_n(sh, csize);
     }
     return ref;
 }
@@ -137,8 +135,11 @@ void slab_free(struct shard *sh, struct slabs *s, uint32_t ref, size_t size)
         return;
     }
     unsigned c = (unsigned)((size + 7) / 8 - MIN_ENTRY / 8);
+    uint32_t csize = (c + MIN_ENTRY / 8) * 8;
     memcpy(sl_ptr(s, ref), &s->free_head[c], 4);
     s->free_head[c] = ref;
+    s->slab_bytes -= csize;
+    mem_add_n(sh, -(int64_t)csize);
 }
 
 /* Unmaps every slab of s and frees its index arrays. Large entries are not freed here: a flush

@@ -147,6 +147,8 @@ void remove_slot(const struct keyspace *ks, struct shard *sh, uint64_t i)
         if (((j - home) & mask) >= ((j - hole) & mask)) {
             sh->tags[hole] = sh->tags[j];
             sh->refs[hole] = sh->refs[j];
+            if (sh->meta != NULL)
+                sh->meta[hole] = sh->meta[j];
             hole = j;
         }
     }
@@ -165,6 +167,9 @@ void rehash(const struct keyspace *ks, struct shard *sh, uint64_t nslots, int co
     if (compact)
         slabs_init(&sh->sl);
     table_alloc(sh, nslots);
+    uint16_t *ometa = sh->meta;
+    if (ometa != NULL)
+        sh->meta = meta_alloc(sh, nslots);
     uint64_t mask = sh->mask;
     for (uint64_t i = 0; i < on; i++) {
         if (otags[i] == 0)
@@ -187,8 +192,12 @@ void rehash(const struct keyspace *ks, struct shard *sh, uint64_t nslots, int co
             j = (j + 1) & mask;
         sh->tags[j] = otags[i];
         sh->refs[j] = ref;
+        if (ometa != NULL)
+            sh->meta[j] = ometa[i];
     }
     table_free(sh, otags, on);
+    if (ometa != NULL)
+        meta_free(sh, ometa, on);
     if (compact)
         slabs_release(sh, &old);
 }
@@ -257,6 +266,9 @@ uint64_t insert(const struct keyspace *ks, struct shard *sh, const struct ks_key
         i = (i + 1) & mask;
     sh->tags[i] = tag_of(k->hash);
     sh->refs[i] = ref;
+    if (sh->meta != NULL)
+        sh->meta[i] =
+            meta_fresh(sh->meta_kind, sh->meta_clock != 0 ? sh->meta_clock : meta_now());
     counter_add(&sh->count, 1);
     count_limiter(sh, type, 1);
     touch_entry(sh, e);

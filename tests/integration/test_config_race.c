@@ -28,6 +28,10 @@ static const struct {
     {"tcp-keepalive", {"300", "0", "60"}},
     {"requirepass", {"", "", ""}}, /* set and cleared by set_round itself */
     {"maxmemory", {"0", "1000", "0"}},
+    {"maxmemory-policy", {"allkeys-lru", "allkeys-lfu", "noeviction"}},
+    {"maxmemory-samples", {"5", "10", "5"}},
+    {"lfu-log-factor", {"10", "0", "10"}},
+    {"lfu-decay-time", {"1", "0", "1"}},
     {"save-interval", {"0", "3600", "0"}},
     {"loglevel", {"notice", "warning", "notice"}},
     {"window-max-count", {"1000000", "1000", "100000"}},

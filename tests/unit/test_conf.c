@@ -152,6 +152,10 @@ static const struct {
     {"tcp-keepalive", "300"},
     {"requirepass", ""},
     {"maxmemory", "0"},
+    {"maxmemory-policy", "noeviction"},
+    {"maxmemory-samples", "5"},
+    {"lfu-log-factor", "10"},
+    {"lfu-decay-time", "1"},
     {"dir", "."},
     {"dbfilename", "rlimitd.snap"},
     {"save-interval", "60"},
@@ -759,8 +763,8 @@ Test(conf, live_set_of_unknown_directive)
     char err[256] = "";
 
     conf_init(&c);
-    cr_assert_eq(set1(&c, "maxmemory-policy", "noeviction", 1, err, sizeof err), -1);
-    cr_assert_str_eq(err, "unknown directive 'maxmemory-policy'");
+    cr_assert_eq(set1(&c, "no-such-directive", "noeviction", 1, err, sizeof err), -1);
+    cr_assert_str_eq(err, "unknown directive 'no-such-directive'");
     conf_free(&c);
 }
 
@@ -984,7 +988,7 @@ Test(conf, config_get_matches_globs_case_insensitively_in_table_order)
     } cases[] = {
         {"port", "port"},
         {"PORT", "PORT"}, /* a name, not a glob: answered as asked, as Redis 7.0 does */
-        {"*max*", "maxclients maxmemory window-max-count proto-max-bulk-len proto-max-args "
+        {"*max*", "maxclients maxmemory maxmemory-policy maxmemory-samples window-max-count proto-max-bulk-len proto-max-args "
                   "slowlog-max-len hash-max-listpack-entries hash-max-ziplist-entries "
                   "hash-max-listpack-value hash-max-ziplist-value zset-max-listpack-entries "
                   "zset-max-ziplist-entries zset-max-listpack-value zset-max-ziplist-value "
