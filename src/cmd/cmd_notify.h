@@ -12,8 +12,7 @@
 #include <stdint.h>
 
 #include "rlimitd/conf.h"
-
-struct keyspace;
+#include "rlimitd/keyspace.h"
 
 /* The NOTIFY_* word events are tested against: the running configuration's
  * notify-keyspace-events (a zero word before cmd_notify_attach and after cmd_notify_detach). */
@@ -35,6 +34,12 @@ static inline void notify_keyspace_event(int type, const char *event, const char
 {
     if (__builtin_expect((__atomic_load_n(cmd_notify_classes, __ATOMIC_RELAXED) & type) != 0, 0))
         notify_publish(type, event, key, klen, dbid);
+}
+
+/* The event for one of a command's keys, in db 0 (the only one). */
+static inline void notify_key(int type, const char *event, const struct ks_key *k)
+{
+    notify_keyspace_event(type, event, k->p, k->len, 0);
 }
 
 #endif
