@@ -2,7 +2,6 @@
  * 7.0's letters, order and quirks (conf_kevents.h), so CONFIG GET reads back what Redis would. */
 #include "conf_kevents.h"
 
-#include "rlimitd/conf.h"
 
 struct letter {
     char c;

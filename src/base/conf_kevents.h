@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rlimitd/conf.h" /* NOTIFY_* */
+
 /* Redis 7.0's sentence for a letter that names no class (CONFIG SET adds its own frame). */
 #define CONF_KEVENTS_BAD "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
 
