@@ -78,7 +78,30 @@ struct conf {
     int64_t list_max_listpack_size;
     int64_t list_compress_depth;
     int64_t set_max_intset_entries;
+    int64_t notify_keyspace_events; /* NOTIFY_* classes (below); 0 = no keyspace events */
 };
+
+/* notify-keyspace-events: Redis 7.0's classes with its bit values and letters (CONFIG.md), and
+ * rlimitd's own `r` for the limiter commands' events. NOTIFY_ALL (`A`) is Redis's: it leaves
+ * out `m`, `n` and `r`, so every value Redis accepts reads back from CONFIG GET as on Redis. */
+#define NOTIFY_KEYSPACE (1 << 0) /* K: __keyspace@0__:<key> <event> */
+#define NOTIFY_KEYEVENT (1 << 1) /* E: __keyevent@0__:<event> <key> */
+#define NOTIFY_GENERIC (1 << 2)  /* g: DEL, EXPIRE, RENAME, ... */
+#define NOTIFY_STRING (1 << 3)   /* $ */
+#define NOTIFY_LIST (1 << 4)     /* l */
+#define NOTIFY_SET (1 << 5)      /* s (rlimitd has no sets: accepted, never raised) */
+#define NOTIFY_HASH (1 << 6)     /* h */
+#define NOTIFY_ZSET (1 << 7)     /* z */
+#define NOTIFY_EXPIRED (1 << 8)  /* x */
+#define NOTIFY_EVICTED (1 << 9)  /* e */
+#define NOTIFY_STREAM (1 << 10)  /* t (no streams: accepted, never raised) */
+#define NOTIFY_KEY_MISS (1 << 11) /* m: not in A */
+#define NOTIFY_MODULE (1 << 13)  /* d (no modules: accepted, never raised) */
+#define NOTIFY_NEW (1 << 14)     /* n: a key created; not in A */
+#define NOTIFY_LIMITER (1 << 15) /* r: rlimitd's limiter commands (CL.THROTTLE, ...); not in A */
+#define NOTIFY_ALL                                                                            \
+    (NOTIFY_GENERIC | NOTIFY_STRING | NOTIFY_LIST | NOTIFY_SET | NOTIFY_HASH | NOTIFY_ZSET |     \
+     NOTIFY_EXPIRED | NOTIFY_EVICTED | NOTIFY_STREAM | NOTIFY_MODULE)
 
 /* Thread safety. CONFIG SET changes a live directive with conf_set while holding the command
  * layer's conf_lock (struct cmd_env). A live numeric field is an independent int64 scalar: conf_set

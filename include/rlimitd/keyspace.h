@@ -61,6 +61,18 @@ int ks_trylock(struct keyspace *ks, unsigned shard);
 /* ks_lock that gives up at a CLOCK_MONOTONIC deadline: 0 held, -1 timed out. */
 int ks_timedlock(struct keyspace *ks, unsigned shard, int64_t mono_deadline_ns);
 
+/* ---- keyspace events raised inside the store ----
+ * What happens to a key in here rather than in a command (COMMANDS.md, Keyspace
+ * notifications): a key created (Redis's `new`), expired lazily or by the active cycle
+ * (`expired`), evicted (`evicted`). The command layer, which publishes them, registers one
+ * function before any thread runs; it is called with the shard lock held, before the entry is
+ * freed (the key bytes are valid for the call), and only when the word at *classes has one of
+ * the bits want[ev] (a relaxed load: the one test a disabled event costs). */
+enum ks_event { KS_EVENT_NEW = 0, KS_EVENT_EXPIRED, KS_EVENT_EVICTED, KS_EVENTS };
+typedef void (*ks_event_fn)(void *ud, enum ks_event ev, const char *key, size_t klen);
+void ks_set_event_hook(struct keyspace *ks, ks_event_fn fn, void *ud, const int64_t *classes,
+                       const int64_t want[KS_EVENTS]);
+
 /* 0 = no limit. Checked when a command would create a key. */
 void ks_set_maxmemory(struct keyspace *ks, uint64_t bytes);
 /* 1 if maxmemory is set and used memory is above it: what refuses a new key. Multi-key writes

@@ -25,6 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "conf_kevents.h"
 #include "conf_obuf.h"
 #include "rlimitd/log.h"
 #include "rlimitd/util.h"
@@ -39,6 +40,7 @@ enum dtype {
     T_BIND,     /* 1..CONF_MAX_BIND numeric addresses, each optionally prefixed by '-' */
     T_DURATION, /* a number of `unit_ms` units, or with a unit: 100ms 30s 5m 1h */
     T_OBUF,     /* client-output-buffer-limit's class groups (conf_obuf.c) */
+    T_KEVENTS,  /* notify-keyspace-events' class letters (conf_kevents.c) */
 };
 
 #define F_LIVE 0x1u     /* CONFIG SET may change it */
@@ -207,6 +209,9 @@ static const struct directive table[] = {
         "Redis encoding tunable (accepted and reported; rlimitd does not compress lists)"),
     INT("set-max-intset-entries", F_LIVE, set_max_intset_entries, "512", 0, LONG_MAX,
         "Redis encoding tunable (accepted and reported; rlimitd has no sets)"),
+    ROW("notify-keyspace-events", T_KEVENTS, F_LIVE, notify_keyspace_events, "", 0, INT64_MAX,
+        "keyspace event classes published over Pub/Sub, Redis's letters K E g $ l s h z x e t m "
+        "d n A and r (limiter commands); empty = none"),
     PSEUDO("save", T_STRING, "", "Redis RDB schedule: always empty, see save-interval"),
     PSEUDO("appendonly", T_BOOL, "no", "Redis AOF: always no"),
     PSEUDO("databases", T_INT, "1", "Redis databases: always 1 (only db 0 exists)"),
@@ -401,6 +406,12 @@ static int parse_num(const struct directive *d, const char *v, int64_t *out, cha
             return bad_value(d, v, err, errlen, "must be a whole number of seconds", live,
                              "argument must be a whole number of seconds");
         n = ms / d->unit_ms;
+        break;
+    case T_KEVENTS:
+        if ((n = conf_kevents_parse(v)) < 0) {
+            set_err(err, errlen, "%s", CONF_KEVENTS_BAD);
+            return -1;
+        }
         break;
     case T_BOOL:
         if (strcasecmp(v, "yes") == 0)
@@ -707,6 +718,8 @@ void conf_get(const struct conf *c, const char *pattern, conf_visit_fn cb, void 
             snprintf(buf, sizeof buf, "%" PRIo64, int_get(c, d));
         } else if (d->type == T_OBUF) {
             conf_obuf_format(c->obuf, buf, sizeof buf);
+        } else if (d->type == T_KEVENTS) {
+            conf_kevents_format(int_get(c, d), buf, sizeof buf);
         } else {
             snprintf(buf, sizeof buf, "%" PRId64, int_get(c, d));
         }

@@ -14,6 +14,7 @@
 #include "rlimitd/clock.h"
 #include "rlimitd/pubsub.h"
 #include "rlimitd/script.h"
+#include "cmd_notify.h"
 #include "cmd_run.h"
 #include "cmd_tx.h"
 #include "slowlog.h"
@@ -80,6 +81,7 @@ void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
     env->slowlog = slowlog_create();
     env->stats_base = xcalloc(1, sizeof(struct stats));
     env->top = limiter_top_create((uint32_t)conf->limiter_top_size);
+    cmd_notify_attach(ks, conf);
     if (ks != NULL) {
         env->script_since = xcalloc(ks_nshards(ks), sizeof(*env->script_since));
     }
@@ -90,6 +92,7 @@ void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
 
 void cmd_env_deinit(struct cmd_env *env)
 {
+    cmd_notify_detach(env->ks);
     slowlog_destroy(&env->slowlog);
     limiter_top_destroy(&env->top);
     free(env->stats_base);

@@ -2,6 +2,7 @@
  * HSETNX, HMSET, HGET, HMGET, HDEL, HEXISTS, HLEN, HGETALL, HKEYS, HVALS, HINCRBY,
  * HINCRBYFLOAT, HSTRLEN. The token-bucket recipe keeps `tokens` and `ts` in one. */
 #include "cmd_internal.h"
+#include "cmd_notify.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -34,14 +35,17 @@ static int hset_generic(struct cmd_ctx *x, const char *name, int64_t *created)
     }
     *created = 0;
     if (ks_hash_update_inline(x->env->ks, &x->keys[0], x->now, (x->argc - 2) / 2, x->argv + 2,
-                              x->lens + 2))
+                              x->lens + 2)) {
+        notify_key(NOTIFY_HASH, "hset", &x->keys[0]);
         return 0; /* every field existed and was rewritten in place */
+    }
     struct ks_href r;
     if (open_hash(x, KS_H_CREATE, &r) != 0)
         return -1;
     for (int i = 2; i < x->argc; i += 2)
         *created += hv_set(&r.h, x->argv[i], x->lens[i], x->argv[i + 1], x->lens[i + 1]);
     close_hash(x, &r, 1);
+    notify_key(NOTIFY_HASH, "hset", &x->keys[0]);
     return 0;
 }
 
@@ -70,6 +74,8 @@ static void cmd_hsetnx(struct cmd_ctx *x)
     if (!exists)
         hv_set(&r.h, x->argv[2], x->lens[2], x->argv[3], x->lens[3]);
     close_hash(x, &r, !exists);
+    if (!exists)
+        notify_key(NOTIFY_HASH, "hset", &x->keys[0]);
     reply_int(x->out, !exists);
 }
 
@@ -125,7 +131,12 @@ static void cmd_hdel(struct cmd_ctx *x)
     int64_t n = 0;
     for (int i = 2; r.h != NULL && i < x->argc && hv_count(r.h) > 0; i++)
         n += hv_del(&r.h, x->argv[i], x->lens[i]);
+    int emptied = n > 0 && (r.h == NULL || hv_count(r.h) == 0);
     close_hash(x, &r, n > 0);
+    if (n > 0)
+        notify_key(NOTIFY_HASH, "hdel", &x->keys[0]);
+    if (emptied)
+        notify_key(NOTIFY_GENERIC, "del", &x->keys[0]);
     reply_int(x->out, n);
 }
 
@@ -228,6 +239,7 @@ static void cmd_hincrby(struct cmd_ctx *x)
     size_t n = util_fmt_i64(buf, sum);
     hv_set(&r.h, x->argv[2], x->lens[2], buf, n);
     close_hash(x, &r, 1);
+    notify_key(NOTIFY_HASH, "hincrby", &x->keys[0]);
     reply_int(x->out, sum);
 }
 
@@ -262,6 +274,7 @@ static void cmd_hincrbyfloat(struct cmd_ctx *x)
     size_t n = util_fmt_ld_human(buf, cur);
     hv_set(&r.h, x->argv[2], x->lens[2], buf, n);
     close_hash(x, &r, 1);
+    notify_key(NOTIFY_HASH, "hincrbyfloat", &x->keys[0]);
     reply_bulk(x->out, buf, n);
     free(buf);
 }

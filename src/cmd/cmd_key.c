@@ -1,6 +1,7 @@
 /* cmd_key.c - keyspace commands: EXISTS, DEL/UNLINK, TYPE, TTL, PTTL, EXPIRE, PEXPIRE, PERSIST,
  * SCAN, DBSIZE, FLUSHALL/FLUSHDB. */
 #include "cmd_internal.h"
+#include "cmd_notify.h"
 #include "rlimitd/alloc.h"
 #include "rlimitd/clock.h"
 
@@ -22,7 +23,10 @@ static void cmd_del(struct cmd_ctx *x)
 {
     int64_t n = 0;
     for (int i = 0; i < x->nkeys; i++)
-        n += ks_del(x->env->ks, &x->keys[i], x->now);
+        if (ks_del(x->env->ks, &x->keys[i], x->now) == 1) {
+            notify_key(NOTIFY_GENERIC, "del", &x->keys[i]);
+            n++;
+        }
     reply_int(x->out, n);
 }
 
@@ -94,7 +98,10 @@ static void expire_generic(struct cmd_ctx *x, int64_t unit_ms, int relative, con
     int64_t ms = v * unit_ms + base, at;
     if (__builtin_mul_overflow(ms, CLOCK_NS_PER_MS, &at))
         at = ms > 0 ? INT64_MAX : INT64_MIN;
-    reply_int(x->out, ks_expire(x->env->ks, &x->keys[0], x->now, at, flags));
+    int rc = ks_expire(x->env->ks, &x->keys[0], x->now, at, flags);
+    if (rc == 1) /* a time already past deleted the key */
+        notify_key(NOTIFY_GENERIC, at <= x->now ? "del" : "expire", &x->keys[0]);
+    reply_int(x->out, rc);
 }
 
 static void cmd_expire(struct cmd_ctx *x)
@@ -138,6 +145,11 @@ static void cmd_pexpiretime(struct cmd_ctx *x)
 static void rename_generic(struct cmd_ctx *x, int nx)
 {
     int rc = ks_rename(x->env->ks, &x->keys[0], &x->keys[1], x->now, nx);
+    if (rc == 1 && !(x->keys[0].len == x->keys[1].len &&
+                     memcmp(x->keys[0].p, x->keys[1].p, x->keys[0].len) == 0)) {
+        notify_key(NOTIFY_GENERIC, "rename_from", &x->keys[0]);
+        notify_key(NOTIFY_GENERIC, "rename_to", &x->keys[1]);
+    }
     if (rc == KS_NOKEY)
         reply_error(x->out, "ERR no such key");
     else if (nx)
@@ -158,7 +170,10 @@ static void cmd_renamenx(struct cmd_ctx *x)
 
 static void cmd_persist(struct cmd_ctx *x)
 {
-    reply_int(x->out, ks_persist(x->env->ks, &x->keys[0], x->now));
+    int rc = ks_persist(x->env->ks, &x->keys[0], x->now);
+    if (rc == 1)
+        notify_key(NOTIFY_GENERIC, "persist", &x->keys[0]);
+    reply_int(x->out, rc);
 }
 
 static void cmd_dbsize(struct cmd_ctx *x)

@@ -2,6 +2,7 @@
  * LEASE.RENEW, LEASE.COUNT. Arguments by lease.c's rules, the set by the keyspace (ks_lease.c),
  * replies here. */
 #include "cmd_internal.h"
+#include "cmd_notify.h"
 
 #include "rlimitd/lease.h"
 #include "rlimitd/util.h"
@@ -46,6 +47,7 @@ static void cmd_lease_acquire(struct cmd_ctx *x)
         return;
     /* near: at least 90% of the limit held after this acquire. */
     limiter_stats_count(x, LIM_LEASE, o.id != 0, o.count * 10 >= a.limit * 9);
+    notify_key(NOTIFY_LIMITER, o.id != 0 ? "lease.acquire" : "limited", &x->keys[0]);
     if (o.id != 0)
         reply_id(x->out, o.id);
     else
@@ -63,8 +65,12 @@ static void cmd_lease_release(struct cmd_ctx *x)
     struct ks_lease_out o;
     if (lease_failed(x, ks_lease_release(x->env->ks, &x->keys[0], x->now, id, &o)))
         return;
-    if (o.done)
+    if (o.done) {
         wait_notify(&x->keys[0]);
+        notify_key(NOTIFY_LIMITER, "lease.release", &x->keys[0]);
+        if (o.count == 0) /* the last lease went, and the key with it */
+            notify_key(NOTIFY_GENERIC, "del", &x->keys[0]);
+    }
     reply_int(x->out, o.done);
 }
 
@@ -81,6 +87,8 @@ static void cmd_lease_renew(struct cmd_ctx *x)
     if (lease_failed(x, ks_lease_renew(x->env->ks, &x->keys[0], x->now, id, ttl_ms * NS_PER_MS,
                                        &o)))
         return;
+    if (o.done)
+        notify_key(NOTIFY_LIMITER, "lease.renew", &x->keys[0]);
     reply_int(x->out, o.done);
 }
 

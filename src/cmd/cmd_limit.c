@@ -1,6 +1,7 @@
 /* cmd_limit.c - CL.THROTTLE (COMMANDS.md, CL.THROTTLE), GCRA (COMMANDS.md, GCRA) and ISALLOWED (COMMANDS.md, ISALLOWED): validate, apply,
  * reply. */
 #include "cmd_internal.h"
+#include "cmd_notify.h"
 
 #include <string.h>
 
@@ -13,8 +14,8 @@
 /* What both GCRA commands do with the keyspace's answer: an error reply, or the count for INFO
  * limiter (near: at most a tenth of the limit left; limit 1..9: nothing left) and the five
  * integers. */
-static void finish_gcra(struct cmd_ctx *x, enum stats_lim kind, int rc, const char *err,
-                        const struct gcra_result *r)
+static void finish_gcra(struct cmd_ctx *x, enum stats_lim kind, const char *event, int rc,
+                        const char *err, const struct gcra_result *r)
 {
     if (rc == KS_LIMIT_ERR) {
         reply_errorf(x->out, "ERR %s", err);
@@ -25,6 +26,7 @@ static void finish_gcra(struct cmd_ctx *x, enum stats_lim kind, int rc, const ch
         return;
     }
     limiter_stats_count(x, kind, !r->limited, r->remaining <= r->limit / 10);
+    notify_key(NOTIFY_LIMITER, r->limited ? "limited" : event, &x->keys[0]);
     rbuf_append(x->out, "*5\r\n", 4);
     reply_int(x->out, r->limited);
     reply_int(x->out, r->limit);
@@ -83,7 +85,7 @@ static void cmd_throttle(struct cmd_ctx *x)
     int rc = ks_gcra_apply(x->env->ks, &x->keys[0], x->now, &l, &r, &err);
     if (gcra_parked(x, has_wait, wait_ms, rc, &r))
         return;
-    finish_gcra(x, LIM_THROTTLE, rc, err, &r);
+    finish_gcra(x, LIM_THROTTLE, "cl.throttle", rc, err, &r);
 }
 
 /* GCRA key max_burst tokens_per_period period [TOKENS n]: Redis's checks in Redis's order
@@ -106,7 +108,7 @@ static void cmd_gcra(struct cmd_ctx *x)
     int rc = ks_gcra_redis_apply(x->env->ks, &x->keys[0], x->now, &a, &r, &err);
     if (gcra_parked(x, has_wait, wait_ms, rc, &r))
         return;
-    finish_gcra(x, LIM_GCRA, rc, err, &r);
+    finish_gcra(x, LIM_GCRA, "gcra", rc, err, &r);
 }
 
 static void cmd_isallowed(struct cmd_ctx *x)
@@ -131,6 +133,7 @@ static void cmd_isallowed(struct cmd_ctx *x)
     }
     /* near: the window now holds at least 90% of max_count attempts, this one included. */
     limiter_stats_count(x, LIM_ISALLOWED, allowed, in_window * 10 >= max_count * 9);
+    notify_key(NOTIFY_LIMITER, allowed ? "isallowed" : "limited", &x->keys[0]);
     reply_int(x->out, allowed);
 }
 

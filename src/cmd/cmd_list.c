@@ -4,6 +4,7 @@
  * add elements are refused whole over maxmemory, as Redis refuses its deny-oom commands. The
  * moving-window recipe (LPUSH ts, LTRIM 0 n-1, LINDEX -1) keeps its key in one small block. */
 #include "cmd_internal.h"
+#include "cmd_notify.h"
 
 #include <string.h>
 
@@ -25,6 +26,17 @@ static int open_list(struct cmd_ctx *x, int mode, struct ks_lref *r)
 static void close_list(struct cmd_ctx *x, struct ks_lref *r, int changed)
 {
     ks_list_close(x->env->ks, &x->keys[0], r, changed);
+}
+
+/* Closes a list elements were taken from, raising event and, when the list went with its last
+ * element, "del" (Redis's order). */
+static void close_list_removed(struct cmd_ctx *x, struct ks_lref *r, const char *event)
+{
+    int emptied = r->l == NULL || lv_count(r->l) == 0;
+    close_list(x, r, 1);
+    notify_key(NOTIFY_LIST, event, &x->keys[0]);
+    if (emptied)
+        notify_key(NOTIFY_GENERIC, "del", &x->keys[0]);
 }
 
 /* Redis checks deny-oom commands before running them, whatever the key holds. */
@@ -68,6 +80,7 @@ static void push_generic(struct cmd_ctx *x, int tail, int only_existing)
         lv_insert(&r.l, tail ? lv_count(r.l) : 0, x->argv[i], x->lens[i]);
     int64_t n = (int64_t)lv_count(r.l);
     close_list(x, &r, 1);
+    notify_key(NOTIFY_LIST, tail ? "rpush" : "lpush", &x->keys[0]);
     reply_int(x->out, n);
 }
 
@@ -120,7 +133,7 @@ static void pop_generic(struct cmd_ctx *x, int tail)
         lv_get(r.l, tail ? n - 1 : 0, &e);
         reply_elem(x, &e);
         lv_remove(&r.l, tail ? n - 1 : 0, 1);
-        close_list(x, &r, 1);
+        close_list_removed(x, &r, tail ? "rpop" : "lpop");
         return;
     }
     size_t k = (uint64_t)count < n ? (size_t)count : n;
@@ -130,7 +143,10 @@ static void pop_generic(struct cmd_ctx *x, int tail)
     for (size_t i = 0; i < k && lv_next(&it, &e); i++)
         reply_elem(x, &e);
     lv_remove(&r.l, tail ? n - k : 0, k);
-    close_list(x, &r, k > 0);
+    if (k > 0)
+        close_list_removed(x, &r, tail ? "rpop" : "lpop");
+    else
+        close_list(x, &r, 0);
 }
 
 static void cmd_lpop(struct cmd_ctx *x)
@@ -205,6 +221,7 @@ static void cmd_lset(struct cmd_ctx *x)
     }
     lv_set(&r.l, (size_t)at, x->argv[3], x->lens[3]);
     close_list(x, &r, 1);
+    notify_key(NOTIFY_LIST, "lset", &x->keys[0]);
     reply_ok(x->out);
 }
 
@@ -272,7 +289,8 @@ static void cmd_ltrim(struct cmd_ctx *x)
         } else {
             lv_remove(&r.l, 0, n);
         }
-        close_list(x, &r, 1); /* Redis signals the key as modified even when nothing went */
+        /* Redis signals the key as modified, and raises ltrim, even when nothing went. */
+        close_list_removed(x, &r, "ltrim");
     }
     reply_ok(x->out);
 }
@@ -291,7 +309,10 @@ static void cmd_lrem(struct cmd_ctx *x)
         return;
     }
     size_t n = lv_rem(&r.l, x->argv[3], x->lens[3], count);
-    close_list(x, &r, n > 0);
+    if (n > 0)
+        close_list_removed(x, &r, "lrem");
+    else
+        close_list(x, &r, 0);
     reply_int(x->out, (int64_t)n);
 }
 
@@ -325,6 +346,7 @@ static void cmd_linsert(struct cmd_ctx *x)
             lv_insert(&r.l, i + (size_t)after, x->argv[4], x->lens[4]);
             int64_t n = (int64_t)lv_count(r.l);
             close_list(x, &r, 1);
+            notify_key(NOTIFY_LIST, "linsert", &x->keys[0]);
             reply_int(x->out, n);
             return;
         }

@@ -2,6 +2,7 @@
  * PSETEX, SETNX, GETSET, GETDEL, GETEX, MGET, MSET, MSETNX, STRLEN, APPEND, INCR, INCRBY, DECR,
  * DECRBY, INCRBYFLOAT. KS_INT and KS_GCRA read as the decimal text GET shows. */
 #include "cmd_internal.h"
+#include "cmd_notify.h"
 #include "rlimitd/clock.h"
 
 #include <errno.h>
@@ -163,11 +164,21 @@ static int set_value(struct cmd_ctx *x, const struct ks_key *key, const char *va
         if (((flags & OPT_NX) && exists) || ((flags & OPT_XX) && !exists))
             return 0;
         ks_del(ks, key, x->now);
+        /* Redis stores it and its expiry (set, expire), and the key expires at the next look. */
+        notify_key(NOTIFY_STRING, "set", key);
+        notify_key(NOTIFY_GENERIC, "expire", key);
+        notify_key(NOTIFY_EXPIRED, "expired", key);
         return 1;
     }
     int kf = ((flags & OPT_NX) ? KS_SET_NX : 0) | ((flags & OPT_XX) ? KS_SET_XX : 0) |
              ((flags & OPT_KEEPTTL) ? KS_SET_KEEPTTL : 0);
-    return ks_set(ks, key, x->now, val, len, at, kf);
+    int rc = ks_set(ks, key, x->now, val, len, at, kf);
+    if (rc == 1) {
+        notify_key(NOTIFY_STRING, "set", key);
+        if (at != 0)
+            notify_key(NOTIFY_GENERIC, "expire", key);
+    }
+    return rc;
 }
 
 static void cmd_set(struct cmd_ctx *x)
@@ -235,8 +246,9 @@ static void cmd_getset(struct cmd_ctx *x)
 static void cmd_getdel(struct cmd_ctx *x)
 {
     enum ks_type t = ks_get(x->env->ks, &x->keys[0], x->now, NULL);
-    if (reply_string_at(x, &x->keys[0]) == 0 && t != KS_NONE)
-        ks_del(x->env->ks, &x->keys[0], x->now);
+    if (reply_string_at(x, &x->keys[0]) == 0 && t != KS_NONE &&
+        ks_del(x->env->ks, &x->keys[0], x->now) == 1)
+        notify_key(NOTIFY_GENERIC, "del", &x->keys[0]);
 }
 
 static void cmd_getex(struct cmd_ctx *x)
@@ -258,10 +270,12 @@ static void cmd_getex(struct cmd_ctx *x)
     if (o.expire_arg && expire_at_ns(x, o.expire_arg, o.flags, "getex", &at) != 0)
         return;
     reply_string_at(x, &x->keys[0]);
-    if (o.expire_arg)
+    if (o.expire_arg) {
         ks_expire(ks, &x->keys[0], x->now, at, 0); /* a time already past deletes the key */
-    else if (o.flags & OPT_PERSIST)
-        ks_persist(ks, &x->keys[0], x->now);
+        notify_key(NOTIFY_GENERIC, at <= x->now ? "del" : "expire", &x->keys[0]);
+    } else if ((o.flags & OPT_PERSIST) && ks_persist(ks, &x->keys[0], x->now) == 1) {
+        notify_key(NOTIFY_GENERIC, "persist", &x->keys[0]);
+    }
 }
 
 static void cmd_mget(struct cmd_ctx *x)
@@ -309,6 +323,7 @@ static int mset_generic(struct cmd_ctx *x, int nx)
         int a = 2 + 2 * i;
         /* Checked above: an OOM cannot happen between here and the last key. */
         ks_set(ks, &x->keys[i], x->now, x->argv[a], x->lens[a], 0, 0);
+        notify_key(NOTIFY_STRING, "set", &x->keys[i]);
     }
     return 0;
 }
@@ -348,10 +363,12 @@ static void cmd_append(struct cmd_ctx *x)
     struct keyspace *ks = x->env->ks;
     if (ks_get(ks, &x->keys[0], x->now, &v) == KS_NONE) {
         int rc = ks_set(ks, &x->keys[0], x->now, x->argv[2], x->lens[2], 0, 0);
-        if (rc < 0)
+        if (rc < 0) {
             reply_ks_error(x->out, rc);
-        else
+        } else {
+            notify_key(NOTIFY_STRING, "append", &x->keys[0]);
             reply_int(x->out, (int64_t)x->lens[2]);
+        }
         return;
     }
     char buf[24];
@@ -371,6 +388,7 @@ static void cmd_append(struct cmd_ctx *x)
     memcpy(nv + len, x->argv[2], x->lens[2]);
     ks_set(ks, &x->keys[0], x->now, nv, len + x->lens[2], 0, KS_SET_KEEPTTL);
     free(nv);
+    notify_key(NOTIFY_STRING, "append", &x->keys[0]);
     reply_int(x->out, (int64_t)(len + x->lens[2]));
 }
 
@@ -404,10 +422,12 @@ static void cmd_incrbyfloat(struct cmd_ctx *x)
     char *out = xmalloc(UTIL_LD_MAX_CHARS);
     size_t len = util_fmt_ld_human(out, cur);
     int rc = ks_set(ks, &x->keys[0], x->now, out, len, 0, KS_SET_KEEPTTL);
-    if (rc < 0)
+    if (rc < 0) {
         reply_ks_error(x->out, rc);
-    else
+    } else {
+        notify_key(NOTIFY_STRING, "incrbyfloat", &x->keys[0]);
         reply_bulk(x->out, out, len);
+    }
     free(out);
 }
 
@@ -415,10 +435,12 @@ static void incr_by(struct cmd_ctx *x, int64_t delta)
 {
     int64_t v;
     int rc = ks_incrby(x->env->ks, &x->keys[0], x->now, delta, &v);
-    if (rc != KS_OK)
+    if (rc != KS_OK) {
         reply_ks_error(x->out, rc);
-    else
+    } else {
+        notify_key(NOTIFY_STRING, "incrby", &x->keys[0]);
         reply_int(x->out, v);
+    }
 }
 
 static void cmd_incr(struct cmd_ctx *x)

@@ -3,6 +3,7 @@
  * are counted by argv[1], CMD_NUMKEYS_AT1), so the reads, the decision and the writes below are
  * one atomic step for every other client, whichever shards the keys live on. */
 #include "cmd_internal.h"
+#include "cmd_notify.h"
 
 #include "rlimitd/throttle_all.h"
 #include "cmd_wait.h"
@@ -76,8 +77,12 @@ static void cmd_throttle_all(struct cmd_ctx *x)
             return;
         }
         for (int i = 0; i < req.n; i++)
-            if (per[i].store)
+            if (per[i].store) {
                 ks_gcra_write(x->env->ks, &x->keys[i], x->now, per[i].new_tat);
+                notify_key(NOTIFY_LIMITER, "throttle.all", &x->keys[i]);
+            }
+    } else {
+        notify_key(NOTIFY_LIMITER, "limited", &x->keys[res.index]);
     }
     limiter_stats_count_key(x, LIM_THROTTLE_ALL, !res.limited, near,
                             res.limited ? &x->keys[res.index] : NULL);

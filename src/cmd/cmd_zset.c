@@ -5,6 +5,7 @@
  * come before the key is looked at, as in Redis; every handler opens its key once
  * (ks_zset_open), replies, and closes it. A window log of ISALLOWED reads as a sorted set and
  * becomes one on the first Z write (keyspace.h). */
+#include "cmd_notify.h"
 #include "cmd_zset.h"
 
 #include <ctype.h>
@@ -103,6 +104,8 @@ static void zadd_generic(struct cmd_ctx *x, unsigned flags, int ch)
             if (rc == ZS_NAN) {
                 ref.changed = added + updated > 0;
                 close_key(x, &ref);
+                if (ref.changed) /* Redis raises it for the pairs before the NaN too */
+                    notify_key(NOTIFY_ZSET, (flags & ZS_INCR) ? "zincr" : "zadd", &x->keys[0]);
                 reply_error(x->out, ERR_NAN);
                 return;
             }
@@ -114,6 +117,8 @@ static void zadd_generic(struct cmd_ctx *x, unsigned flags, int ch)
     }
     ref.changed = added + updated > 0;
     close_key(x, &ref);
+    if (ref.changed)
+        notify_key(NOTIFY_ZSET, (flags & ZS_INCR) ? "zincr" : "zadd", &x->keys[0]);
     if (flags & ZS_INCR) {
         if (processed)
             reply_score(x->out, score);
@@ -144,6 +149,8 @@ static void cmd_zincrby(struct cmd_ctx *x)
     int rc = zs_add(&ref.z, x->argv[3], x->lens[3], d, ZS_INCR, &out, &skipped);
     ref.changed = rc == ZS_ADDED || rc == ZS_UPDATED;
     close_key(x, &ref);
+    if (ref.changed)
+        notify_key(NOTIFY_ZSET, "zincr", &x->keys[0]);
     if (rc == ZS_NAN)
         reply_error(x->out, ERR_NAN);
     else
@@ -161,7 +168,12 @@ static void cmd_zrem(struct cmd_ctx *x)
     for (int i = 2; ref.z != NULL && i < x->argc && zs_card(ref.z) > 0; i++)
         n += zs_del(&ref.z, x->argv[i], x->lens[i]);
     ref.changed = n > 0;
+    int emptied = n > 0 && (ref.z == NULL || zs_card(ref.z) == 0);
     close_key(x, &ref);
+    if (n > 0)
+        notify_key(NOTIFY_ZSET, "zrem", &x->keys[0]);
+    if (emptied)
+        notify_key(NOTIFY_GENERIC, "del", &x->keys[0]);
     reply_int(x->out, n);
 }
 

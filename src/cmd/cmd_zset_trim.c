@@ -1,6 +1,7 @@
 /* cmd_zset_trim.c - the sorted set commands that remove by range or from an end:
  * ZREMRANGEBYSCORE (the rate-limit recipe's trim), ZREMRANGEBYRANK, ZREMRANGEBYLEX, ZPOPMIN,
  * ZPOPMAX (docs/COMMANDS.md, Sorted sets). */
+#include "cmd_notify.h"
 #include "cmd_zset.h"
 
 /* ---- removals by range ---- */
@@ -33,7 +34,18 @@ static void zrem_range(struct cmd_ctx *x, enum range_type type)
         zs_del_range(&ref.z, lo, hi);
     }
     ref.changed = hi > lo;
+    int emptied = hi > lo && (ref.z == NULL || zs_card(ref.z) == 0);
     close_key(x, &ref);
+    if (hi > lo) {
+        static const char *const events[] = {
+            [RANGE_RANK] = "zremrangebyrank",
+            [RANGE_SCORE] = "zremrangebyscore",
+            [RANGE_LEX] = "zremrangebylex",
+        };
+        notify_key(NOTIFY_ZSET, events[type], &x->keys[0]);
+    }
+    if (emptied)
+        notify_key(NOTIFY_GENERIC, "del", &x->keys[0]);
     reply_int(x->out, (int64_t)(hi - lo));
 }
 
@@ -85,7 +97,12 @@ static void zpop(struct cmd_ctx *x, int max)
     else
         zs_del_range(&ref.z, 0, n);
     ref.changed = n > 0;
+    int emptied = n > 0 && (ref.z == NULL || zs_card(ref.z) == 0);
     close_key(x, &ref);
+    if (n > 0)
+        notify_key(NOTIFY_ZSET, max ? "zpopmax" : "zpopmin", &x->keys[0]);
+    if (emptied)
+        notify_key(NOTIFY_GENERIC, "del", &x->keys[0]);
 }
 
 static void cmd_zpopmin(struct cmd_ctx *x)

@@ -12,6 +12,9 @@
 #include "rlimitd/alloc.h"
 #include "rlimitd/zset.h"
 
+/* What ks_set_event_hook's classes word is while no hook is set: nothing wanted. */
+static const int64_t no_classes = 0;
+
 struct keyspace *ks_create(unsigned shard_bits, const uint8_t seed[16])
 {
     if (shard_bits > 12)
@@ -26,6 +29,7 @@ struct keyspace *ks_create(unsigned shard_bits, const uint8_t seed[16])
     ks->lfu_log_factor = 10;
     ks->lfu_decay_time = 1;
     memcpy(ks->seed, seed, 16);
+    ks->ev_classes = &no_classes;
     zs_set_seed(seed);
     hv_set_seed(seed);
     if (posix_memalign((void **)&ks->shards, 64, ks->nshards * sizeof(struct shard)) != 0)
@@ -38,6 +42,16 @@ struct keyspace *ks_create(unsigned shard_bits, const uint8_t seed[16])
         table_alloc(sh, MIN_SLOTS);
     }
     return ks;
+}
+
+void ks_set_event_hook(struct keyspace *ks, ks_event_fn fn, void *ud, const int64_t *classes,
+                       const int64_t want[KS_EVENTS])
+{
+    ks->ev_fn = fn;
+    ks->ev_ud = ud;
+    for (int i = 0; i < KS_EVENTS; i++)
+        ks->ev_want[i] = fn != NULL ? want[i] : 0;
+    ks->ev_classes = fn != NULL ? classes : &no_classes;
 }
 
 void ks_flush_shard(struct keyspace *ks, unsigned shard)

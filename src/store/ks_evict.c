@@ -69,6 +69,7 @@ int ks_access_info(struct keyspace *ks, const struct ks_key *key, int64_t now, i
     if (i < 0)
         return -1;
     if (e_expired(slot_entry(sh, (uint64_t)i), now)) {
+        raise_event(ks, KS_EVENT_EXPIRED, slot_entry(sh, (uint64_t)i)); /* lazy expiry, as find */
         remove_slot(ks, sh, (uint64_t)i);
         return -1;
     }
@@ -186,6 +187,7 @@ static int64_t find_by_hash(const struct keyspace *ks, const struct shard *sh, u
 
 static void delete_slot(struct keyspace *ks, struct shard *sh, uint64_t i)
 {
+    raise_event(ks, KS_EVENT_EVICTED, slot_entry(sh, i)); /* before the entry is freed */
     remove_slot(ks, sh, i);
     maybe_shrink(ks, sh);
 }

@@ -107,6 +107,7 @@ size_t ks_expire_cycle(struct keyspace *ks, unsigned shard, int64_t now, size_t 
     for (uint64_t examined = 0; examined < max_buckets && examined < n; examined++) {
         if (sh->tags[i] != 0 && e_expired(slot_entry(sh, i), now)) {
             /* The backward shift may have moved a later entry into slot i: look again. */
+            raise_event(ks, KS_EVENT_EXPIRED, slot_entry(sh, i));
             remove_slot(ks, sh, i);
             freed++;
             continue;

@@ -142,7 +142,24 @@ struct keyspace {
     _Atomic int samples;
     _Atomic int lfu_log_factor;
     _Atomic int lfu_decay_time;
+    /* Keyspace events (keyspace.h, ks_set_event_hook): ev_classes never NULL (a zero word
+     * until a hook is set), written before the threads start. */
+    const int64_t *ev_classes;
+    int64_t ev_want[KS_EVENTS];
+    ks_event_fn ev_fn;
+    void *ev_ud;
 };
+
+/* Raises ev for entry e (before it is freed) if the hook wants it: one load and one test when
+ * it does not. */
+static inline void raise_event(const struct keyspace *ks, enum ks_event ev, const uint8_t *e)
+{
+    if (__builtin_expect((__atomic_load_n(ks->ev_classes, __ATOMIC_RELAXED) & ks->ev_want[ev]) != 0,
+                         0)) {
+        size_t klen = e_klen(e);
+        ks->ev_fn(ks->ev_ud, ev, e_key(e, klen), klen);
+    }
+}
 
 /* ---- counters (written under the shard lock, read by INFO without it) ---- */
 
@@ -295,6 +312,7 @@ static inline int64_t find(const struct keyspace *ks, struct shard *sh, const st
     if (i < 0)
         return -1;
     if (e_expired(slot_entry(sh, (uint64_t)i), now)) {
+        raise_event(ks, KS_EVENT_EXPIRED, slot_entry(sh, (uint64_t)i));
         remove_slot(ks, sh, (uint64_t)i);
         return -1;
     }

@@ -272,6 +272,7 @@ uint64_t insert(const struct keyspace *ks, struct shard *sh, const struct ks_key
     counter_add(&sh->count, 1);
     count_limiter(sh, type, 1);
     touch_entry(sh, e);
+    raise_event(ks, KS_EVENT_NEW, e);
     return i;
 }
 

@@ -18,7 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Resp, start_redis, start_rlimitd  # noqa: E402
+from common import Resp, parse, start_redis, start_rlimitd  # noqa: E402
 
 OOM = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
 passed = failed = 0
@@ -76,6 +76,11 @@ def scenario(c, policy, persistent=1000, volatile=3000, lru=False, lfu=False, wr
     c.call("CONFIG", "SET", "maxmemory", "0")
     c.call("CONFIG", "SET", "maxmemory-policy", policy)
     c.call("FLUSHALL")
+    # Each eviction is published as the keyspace event `evicted` (class e): a subscriber counts
+    # them against evicted_keys below.
+    c.call("CONFIG", "SET", "notify-keyspace-events", "Ee")
+    sub = Resp(c.port)
+    sub.call("SUBSCRIBE", "__keyevent@0__:evicted")
     base = info_int(c, "memory", "used_memory")
     evicted0 = info_int(c, "stats", "evicted_keys")
     p = ["p:%d" % i for i in range(persistent)]
@@ -104,9 +109,18 @@ def scenario(c, policy, persistent=1000, volatile=3000, lru=False, lfu=False, wr
     # time event): the limit is lifted before anything is counted, so the counts agree.
     c.call("CONFIG", "SET", "maxmemory", "0")
     after = int(c.call("DBSIZE")[1:-2])
+    evicted = info_int(c, "stats", "evicted_keys") - evicted0
+    # Exactly that many events, each naming a key that is gone (read one by one: a missing
+    # event would block until the connection's timeout and fail the run).
+    events = [parse(sub.read()) for _ in range(evicted)]
+    named = [e[2].decode() for e in events if isinstance(e, list) and len(e) == 3
+             and e[0] == b"message" and e[1] == b"__keyevent@0__:evicted"]
+    sub.close()
+    c.call("CONFIG", "SET", "notify-keyspace-events", "")
     out = {
         "replies": replies,
-        "evicted": info_int(c, "stats", "evicted_keys") - evicted0,
+        "evicted": evicted,
+        "events_named_gone": len(named) == evicted and not any(exists(c, named)),
         "gone": before + sum(r == b"+OK\r\n" for r in replies) - after,
         "p": exists(c, p), "v": exists(c, v), "cold": exists(c, cold), "hot": exists(c, hot),
     }
@@ -120,6 +134,8 @@ def rate(flags):
 
 def properties(name, policy, r):
     check("%s %s: evicted_keys counts the keys that went" % (name, policy), r["evicted"], r["gone"])
+    check("%s %s: one `evicted` event per evicted key, naming it" % (name, policy),
+          r["events_named_gone"], True)
     if policy == "noeviction":
         check("%s noeviction: nothing evicted" % name, r["evicted"], 0)
         return

@@ -63,6 +63,7 @@ static const struct {
     {"list-max-ziplist-size", {"-2", "-1", "128"}},
     {"list-compress-depth", {"0", "1", "0"}},
     {"set-max-intset-entries", {"512", "0", "10000"}},
+    {"notify-keyspace-events", {"", "KEA", "KEAnr"}},
 };
 #define NLIVE (sizeof live / sizeof live[0])
 

@@ -187,6 +187,7 @@ static const struct {
     {"list-max-ziplist-size", "-2"},
     {"list-compress-depth", "0"},
     {"set-max-intset-entries", "512"},
+    {"notify-keyspace-events", ""},
     {"save", ""},
     {"appendonly", "no"},
     {"databases", "1"},
