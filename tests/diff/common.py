@@ -431,6 +431,14 @@ class Tally:
             self.failed += 1
             print("FAIL %s: got %r, want %r" % (what, got, want))
 
+    def ok(self, what, cond, detail=""):
+        """A check that is a condition: a failure prints what and the detail given."""
+        if cond:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL %s %s" % (what, detail))
+
     def done(self):
         print("%d passed, %d failed" % (self.passed, self.failed))
         return 1 if self.failed else 0

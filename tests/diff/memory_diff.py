@@ -14,18 +14,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Resp, parse, resolve_rlimitd, split, start_redis, start_rlimitd  # noqa: E402
+from common import Resp, Tally, parse, resolve_rlimitd, split, start_redis, start_rlimitd  # noqa: E402
 
-passed = failed = 0
-
-
-def check(what, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL %s %s" % (what, detail))
+tally = Tally()
+check = tally.ok
 
 
 # Compared byte for byte: every error path, HELP, PURGE, a missing key.
@@ -128,8 +120,11 @@ def growth(a):
         a.call("DEL", key)
         write(a, 1)
         again = usage(a, key)
-        check("MEMORY USAGE %s back to small (%s after %s)" % (name, again, big),
-              again == small)
+        # Within 32 bytes of the first small value: the value's blocks are counted as the
+        # allocator sized them, and a block carved from memory the big value gave back may be
+        # up to a chunk larger than a fresh one (glibc does not split off a remainder under 32).
+        check("MEMORY USAGE %s back to small (%s after %s, first %s)" % (name, again, big, small),
+              isinstance(again, int) and abs(again - small) <= 32)
         a.call("DEL", key)
         check("MEMORY USAGE %s deleted is null" % name, usage(a, key) is None)
     # A limiter key is a key like the others.
@@ -164,8 +159,7 @@ def main():
             problem = s.stop()
             if problem:
                 check("server exit", False, problem)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return tally.done()
 
 
 if __name__ == "__main__":

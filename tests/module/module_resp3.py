@@ -8,18 +8,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "diff"))
-from common import Resp, resolve_rlimitd, split, start_redis, start_rlimitd  # noqa: E402
+from common import Resp, Tally, resolve_rlimitd, split, start_redis, start_rlimitd  # noqa: E402
 
-passed = failed = 0
-
-
-def check(what, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL %s %s" % (what, detail))
+tally = Tally()
+check = tally.ok
 
 
 def shape(raw):
@@ -95,8 +87,7 @@ def main():
             problem = s.stop()
             if problem:
                 check("server exit", False, problem)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return tally.done()
 
 
 if __name__ == "__main__":
