@@ -90,3 +90,21 @@ bench_cleanup() {
     wait 2>/dev/null || true
     rm -rf "$TMP"
 }
+
+# Exits with a message unless every named tool is on PATH.
+bench_require() {
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null || { echo "$BENCH_NAME: '$tool' not found" >&2; exit 1; }
+    done
+}
+
+# Unless BUILD_IT is 0: configures $BUILD from $ROOT (release, -O2, no tests) if it has no build
+# yet, and builds the named targets there.
+bench_build() {
+    [ "${BUILD_IT:-1}" = 0 ] && return
+    if [ ! -d "$BUILD" ]; then
+        meson setup "$BUILD" "$ROOT" --buildtype=release -Doptimization=2 -Dtests=false \
+            >/dev/null
+    fi
+    ninja -C "$BUILD" "$@" >/dev/null
+}

@@ -38,20 +38,12 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-for tool in redis-server redis-cli meson ninja awk; do
-    command -v "$tool" >/dev/null || { echo "pubsub.sh: '$tool' not found" >&2; exit 1; }
-done
-if [ "$BUILD_IT" = 1 ]; then
-    if [ ! -d "$BUILD" ]; then
-        meson setup "$BUILD" "$ROOT" --buildtype=release -Doptimization=2 -Dtests=false \
-            >/dev/null
-    fi
-    ninja -C "$BUILD" rlimitd bench/pubsub_load >/dev/null
-fi
-LOAD="$BUILD/bench/pubsub_load"
-
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
+bench_require redis-server redis-cli meson ninja awk
+bench_build rlimitd bench/pubsub_load
+LOAD="$BUILD/bench/pubsub_load"
+
 bench_scratch
 
 # start NAME -> PORT, PID (NAME: redis or rlimitd)

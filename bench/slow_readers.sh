@@ -52,20 +52,12 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-for tool in redis-server redis-cli redis-benchmark meson ninja awk; do
-    command -v "$tool" >/dev/null || { echo "slow_readers.sh: '$tool' not found" >&2; exit 1; }
-done
-if [ "$BUILD_IT" = 1 ]; then
-    if [ ! -d "$BUILD" ]; then
-        meson setup "$BUILD" "$ROOT" --buildtype=release -Doptimization=2 -Dtests=false \
-            >/dev/null
-    fi
-    ninja -C "$BUILD" rlimitd bench/slow_readers >/dev/null
-fi
-SR="$BUILD/bench/slow_readers"
-
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
+bench_require redis-server redis-cli redis-benchmark meson ninja awk
+bench_build rlimitd bench/slow_readers
+SR="$BUILD/bench/slow_readers"
+
 bench_scratch
 
 # start NAME [THREADS] -> PORT, PID (NAME: redis, or an rlimitd binary)
