@@ -51,6 +51,10 @@ void pubsub_flush_wakes(void);
 
 /* Delivers the messages waiting in this thread's inbox. Returns how many. */
 size_t pubsub_drain(void);
+/* Delivers the oldest waiting messages, about `budget` bytes of them, and returns whether more
+ * wait: a thread woken for a long backlog writes it out in parts of that size, so each
+ * subscriber's reply buffer stays small (reused, in cache) whatever the backlog. */
+int pubsub_drain_some(size_t budget);
 /* Whether messages wait for this thread (one relaxed load: call it before every command). */
 int pubsub_pending(void);
 
@@ -73,6 +77,8 @@ int pubsub_first(struct pubsub_client *c, enum pubsub_kind k, const char **name,
                  size_t *len);
 /* How many subscriptions of kind k c holds; any thread may read it (CLIENT LIST). */
 uint32_t pubsub_count(const struct pubsub_client *c, enum pubsub_kind k);
+/* Whether c holds any subscription (NULL: no). */
+int pubsub_subscribed(const struct pubsub_client *c);
 
 /* Publishes msg on chan (kind PUBSUB_CHANNEL: channel and pattern subscribers; PUBSUB_SHARD:
  * shard channel subscribers) and returns the number of receivers on every thread. Safe on any

@@ -292,10 +292,18 @@ static void out_borrow(struct client *c)
 /* The spare reply buffer a thread keeps: one big reply does not pin its size. */
 #define SPARE_OUT_KEEP (64 * 1024)
 
+/* What a subscriber keeps between its writes (as Redis keeps a 16 KiB buffer per client):
+ * messages arrive again soon, and a buffer freed and allocated again per delivery, on many
+ * subscribers at once, churns the allocator and the kernel's pages. */
+#define SUBSCRIBER_OUT_KEEP (16 * 1024)
+
 static void out_release(struct client *c)
 {
     struct io_thread *t = c->thread;
     if (c->out.len != 0 || c->out.p == NULL)
+        return;
+    if (c->out.cap <= SUBSCRIBER_OUT_KEEP && c->state != CLIENT_CLOSING &&
+        pubsub_subscribed(c->session.pubsub))
         return;
     if (t->spare_out.p == NULL && c->out.cap <= SPARE_OUT_KEEP)
         t->spare_out = c->out;

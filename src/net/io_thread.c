@@ -71,10 +71,18 @@ static void on_wakeup(uv_async_t *a)
     }
 }
 
+/* What one part of a delivered backlog holds (pubsub_drain_some): every subscriber's share of
+ * it is written before the next part is delivered, so a thread that woke late to thousands of
+ * messages writes them through buffers of about this size, reused from part to part, rather
+ * than growing a buffer per subscriber to the whole backlog (new pages, a cold copy). */
+#define PUBSUB_PART_BYTES (16 * 1024)
+
 static void on_pubsub_wake(uv_async_t *a)
 {
-    thread_mark_work(a->data);
-    pubsub_drain();
+    struct io_thread *t = a->data;
+    thread_mark_work(t);
+    while (pubsub_drain_some(PUBSUB_PART_BYTES))
+        client_flush_queued(t);
 }
 
 /* pubsub.h's wake: from a publisher on another thread. */

@@ -37,6 +37,9 @@ struct pubsub_thread {
     pthread_rwlock_t lock;
     struct ps_map tab[PUBSUB_KINDS]; /* name -> struct ps_subs * */
     _Atomic(struct ps_msg *) inbox;  /* newest first */
+    /* Taken from the inbox, not delivered yet (owner-only): what a bounded drain left for the
+     * next one, oldest first. Counted like the inbox: delivered before any change of tab. */
+    struct ps_msg *fifo, *fifo_tail;
     _Atomic uint64_t pairs;          /* (name, connection) subscriptions in tab */
     _Atomic uint64_t subscribers;    /* connections with at least one subscription */
     _Atomic uint64_t published, delivered;
@@ -67,6 +70,8 @@ static _Thread_local struct pubsub_thread *tl_self;
  * buffer with RESP2's '*' and copied to every subscriber (a RESP3 one gets '>' in its place:
  * the rest of the bytes are the same). */
 static _Thread_local struct rbuf tl_frame;
+
+static void take_inbox(struct pubsub_thread *t);
 
 void pubsub_init(int n)
 {
@@ -118,7 +123,9 @@ void pubsub_thread_detach(void)
         return;
     pthread_rwlock_wrlock(&t->lock);
     atomic_store(&t->attached, 0);
-    struct ps_msg *m = atomic_exchange(&t->inbox, NULL);
+    take_inbox(t);
+    struct ps_msg *m = t->fifo;
+    t->fifo = t->fifo_tail = NULL;
     pthread_rwlock_unlock(&t->lock);
     while (m != NULL) {
         struct ps_msg *next = m->next;
@@ -313,40 +320,72 @@ void pubsub_flush_wakes(void)
     }
 }
 
-/* Delivers t's inbox, oldest first (the list is newest first: reversed). On t's thread. */
-static size_t drain(struct pubsub_thread *t)
+/* Moves t's inbox to the end of its fifo, oldest first (the inbox is newest first). */
+static void take_inbox(struct pubsub_thread *t)
 {
     struct ps_msg *m = atomic_exchange_explicit(&t->inbox, NULL, memory_order_acquire);
-    struct ps_msg *fifo = NULL;
+    if (m == NULL)
+        return;
+    struct ps_msg *head = NULL, *tail = m;
     while (m != NULL) {
         struct ps_msg *next = m->next;
-        m->next = fifo;
-        fifo = m;
+        m->next = head;
+        head = m;
         m = next;
     }
-    size_t n = 0;
-    while (fifo != NULL) {
-        struct ps_msg *next = fifo->next;
-        reach(t, fifo->kind, fifo->data, fifo->clen, fifo->data + fifo->clen, fifo->mlen, 1);
-        free(fifo);
-        fifo = next;
+    if (t->fifo_tail != NULL)
+        t->fifo_tail->next = head;
+    else
+        t->fifo = head;
+    t->fifo_tail = tail;
+}
+
+/* Delivers what waits for t, oldest first, until about `budget` bytes of messages are
+ * delivered (SIZE_MAX: everything). On t's thread. Returns how many messages. */
+static size_t drain_upto(struct pubsub_thread *t, size_t budget)
+{
+    take_inbox(t);
+    size_t n = 0, bytes = 0;
+    while (t->fifo != NULL && bytes < budget) {
+        struct ps_msg *m = t->fifo;
+        t->fifo = m->next;
+        if (t->fifo == NULL)
+            t->fifo_tail = NULL;
+        reach(t, m->kind, m->data, m->clen, m->data + m->clen, m->mlen, 1);
+        bytes += m->clen + m->mlen + 32;
+        free(m);
         n++;
     }
     return n;
 }
 
+static size_t drain(struct pubsub_thread *t)
+{
+    return drain_upto(t, SIZE_MAX);
+}
+
 size_t pubsub_drain(void)
 {
     struct pubsub_thread *t = tl_self;
-    if (t == NULL || atomic_load_explicit(&t->inbox, memory_order_relaxed) == NULL)
+    if (t == NULL || !pubsub_pending())
         return 0;
     return drain(t);
+}
+
+int pubsub_drain_some(size_t budget)
+{
+    struct pubsub_thread *t = tl_self;
+    if (t == NULL || !pubsub_pending())
+        return 0;
+    drain_upto(t, budget);
+    return pubsub_pending();
 }
 
 int pubsub_pending(void)
 {
     struct pubsub_thread *t = tl_self;
-    return t != NULL && atomic_load_explicit(&t->inbox, memory_order_relaxed) != NULL;
+    return t != NULL &&
+           (t->fifo != NULL || atomic_load_explicit(&t->inbox, memory_order_relaxed) != NULL);
 }
 
 /* ---- one connection's subscriptions ---- */
@@ -462,6 +501,11 @@ int pubsub_first(struct pubsub_client *c, enum pubsub_kind k, const char **name,
 uint32_t pubsub_count(const struct pubsub_client *c, enum pubsub_kind k)
 {
     return c != NULL ? atomic_load_explicit(&c->n[k], memory_order_relaxed) : 0;
+}
+
+int pubsub_subscribed(const struct pubsub_client *c)
+{
+    return c != NULL && total_of(c) > 0;
 }
 
 void pubsub_client_free(struct pubsub_client *c)
