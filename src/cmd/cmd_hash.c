@@ -18,6 +18,8 @@ static int open_hash(struct cmd_ctx *x, int mode, struct ks_href *r)
         reply_ks_error(x->out, rc);
         return -1;
     }
+    if (mode == KS_H_READ && r->h == NULL) /* only the read commands open for reading */
+        notify_keymiss(&x->keys[0]);
     return 0;
 }
 

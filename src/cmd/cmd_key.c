@@ -14,8 +14,12 @@
 static void cmd_exists(struct cmd_ctx *x)
 {
     int64_t n = 0;
-    for (int i = 0; i < x->nkeys; i++)
-        n += ks_get(x->env->ks, &x->keys[i], x->now, NULL) != KS_NONE;
+    for (int i = 0; i < x->nkeys; i++) {
+        if (ks_get(x->env->ks, &x->keys[i], x->now, NULL) != KS_NONE)
+            n++;
+        else
+            notify_keymiss(&x->keys[i]);
+    }
     reply_int(x->out, n);
 }
 
@@ -32,13 +36,18 @@ static void cmd_del(struct cmd_ctx *x)
 
 static void cmd_type(struct cmd_ctx *x)
 {
-    reply_simple(x->out, ks_type_name(ks_get(x->env->ks, &x->keys[0], x->now, NULL)));
+    enum ks_type t = ks_get(x->env->ks, &x->keys[0], x->now, NULL);
+    if (t == KS_NONE)
+        notify_keymiss(&x->keys[0]);
+    reply_simple(x->out, ks_type_name(t));
 }
 
 /* Remaining ms, rounded up so a live key never reports 0 before it is gone; -2 / -1 as is. */
 static int64_t pttl_ms(struct cmd_ctx *x)
 {
     int64_t ns = ks_ttl_ns(x->env->ks, &x->keys[0], x->now);
+    if (ns == -2)
+        notify_keymiss(&x->keys[0]);
     return ns < 0 ? ns : (ns + CLOCK_NS_PER_MS - 1) / CLOCK_NS_PER_MS;
 }
 
@@ -128,6 +137,8 @@ static void cmd_pexpireat(struct cmd_ctx *x)
 static int64_t expiretime_ms(struct cmd_ctx *x)
 {
     int64_t ns = ks_ttl_ns(x->env->ks, &x->keys[0], x->now);
+    if (ns == -2)
+        notify_keymiss(&x->keys[0]);
     return ns < 0 ? ns : (x->now + ns) / CLOCK_NS_PER_MS;
 }
 

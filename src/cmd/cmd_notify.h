@@ -42,4 +42,12 @@ static inline void notify_key(int type, const char *event, const struct ks_key *
     notify_keyspace_event(type, event, k->p, k->len, 0);
 }
 
+/* Redis's keymiss (class m): a read command looked a key up and found none (an expired key
+ * counts as none, after its expired event). Write commands' lookups raise nothing, as in
+ * Redis, and neither does OBJECT's. */
+static inline void notify_keymiss(const struct ks_key *k)
+{
+    notify_key(NOTIFY_KEY_MISS, "keymiss", k);
+}
+
 #endif

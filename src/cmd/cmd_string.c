@@ -45,6 +45,7 @@ static int reply_string_at(struct cmd_ctx *x, const struct ks_key *key)
 {
     struct ks_value v;
     if (ks_get(x->env->ks, key, x->now, &v) == KS_NONE) {
+        notify_keymiss(key);
         reply_nil(x->out);
         return 0;
     }
@@ -259,6 +260,7 @@ static void cmd_getex(struct cmd_ctx *x)
     struct ks_value v;
     struct keyspace *ks = x->env->ks;
     if (ks_get(ks, &x->keys[0], x->now, &v) == KS_NONE) {
+        notify_keymiss(&x->keys[0]);
         reply_nil(x->out);
         return;
     }
@@ -286,8 +288,10 @@ static void cmd_mget(struct cmd_ctx *x)
         char buf[24];
         const char *p;
         size_t len;
-        if (ks_get(x->env->ks, &x->keys[i], x->now, &v) == KS_NONE ||
-            string_bytes(&v, buf, &p, &len) != 0)
+        enum ks_type t = ks_get(x->env->ks, &x->keys[i], x->now, &v);
+        if (t == KS_NONE)
+            notify_keymiss(&x->keys[i]);
+        if (t == KS_NONE || string_bytes(&v, buf, &p, &len) != 0)
             reply_nil(x->out); /* MGET answers nil for a key of another type, as Redis */
         else
             reply_bulk(x->out, p, len);
@@ -346,9 +350,10 @@ static void cmd_strlen(struct cmd_ctx *x)
     char buf[24];
     const char *p;
     size_t len;
-    if (ks_get(x->env->ks, &x->keys[0], x->now, &v) == KS_NONE)
+    if (ks_get(x->env->ks, &x->keys[0], x->now, &v) == KS_NONE) {
+        notify_keymiss(&x->keys[0]);
         reply_int(x->out, 0);
-    else if (string_bytes(&v, buf, &p, &len) != 0)
+    } else if (string_bytes(&v, buf, &p, &len) != 0)
         reply_ks_error(x->out, KS_WRONGTYPE);
     else
         reply_int(x->out, (int64_t)len);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cmd_internal.h"
+#include "cmd_notify.h"
 #include "rlimitd/util.h"
 #include "rlimitd/zset.h"
 
@@ -138,6 +139,17 @@ static inline int open_key(struct cmd_ctx *x, int mode, size_t size_hint, size_t
         reply_ks_error(x->out, rc);
         return -1;
     }
+    return 0;
+}
+
+/* open_key for a read command (KS_Z_READ): a missing key raises keymiss, as Redis's read
+ * lookup does. */
+static inline int open_key_read(struct cmd_ctx *x, struct ks_zref *ref)
+{
+    if (open_key(x, KS_Z_READ, 0, 0, ref) != 0)
+        return -1;
+    if (ref->z == NULL)
+        notify_keymiss(&x->keys[0]);
     return 0;
 }
 

@@ -47,7 +47,7 @@ static void cmd_zrandmember(struct cmd_ctx *x)
         }
     }
     struct ks_zref ref;
-    if (open_key(x, KS_Z_READ, 0, 0, &ref) != 0)
+    if (open_key_read(x, &ref) != 0)
         return;
     uint64_t seed = (uint64_t)x->now ^ (uint64_t)(uintptr_t)x->s;
     if (!with_count) {

@@ -8,7 +8,7 @@
 static void cmd_zcard(struct cmd_ctx *x)
 {
     struct ks_zref ref;
-    if (open_key(x, KS_Z_READ, 0, 0, &ref) != 0)
+    if (open_key_read(x, &ref) != 0)
         return;
     reply_int(x->out, ref.z != NULL ? (int64_t)zs_card(ref.z) : 0);
     close_key(x, &ref);
@@ -18,7 +18,7 @@ static void cmd_zscore(struct cmd_ctx *x)
 {
     struct ks_zref ref;
     double d;
-    if (open_key(x, KS_Z_READ, 0, 0, &ref) != 0)
+    if (open_key_read(x, &ref) != 0)
         return;
     if (ref.z != NULL && zs_score(ref.z, x->argv[2], x->lens[2], &d))
         reply_score(x->out, d);
@@ -31,7 +31,7 @@ static void cmd_zmscore(struct cmd_ctx *x)
 {
     struct ks_zref ref;
     double d;
-    if (open_key(x, KS_Z_READ, 0, 0, &ref) != 0)
+    if (open_key_read(x, &ref) != 0)
         return;
     reply_array(x->out, x->argc - 2);
     for (int i = 2; i < x->argc; i++) {
@@ -47,7 +47,7 @@ static void zrank_generic(struct cmd_ctx *x, int reverse)
 {
     struct ks_zref ref;
     size_t r;
-    if (open_key(x, KS_Z_READ, 0, 0, &ref) != 0)
+    if (open_key_read(x, &ref) != 0)
         return;
     if (ref.z != NULL && zs_rank(ref.z, x->argv[2], x->lens[2], &r))
         reply_int(x->out, (int64_t)(reverse ? zs_card(ref.z) - 1 - r : r));
@@ -73,7 +73,7 @@ static void cmd_zcount(struct cmd_ctx *x)
     struct zs_score_range r;
     struct ks_zref ref;
     size_t a = 0, e = 0;
-    if (parse_score_range(x, 2, 3, &r) != 0 || open_key(x, KS_Z_READ, 0, 0, &ref) != 0)
+    if (parse_score_range(x, 2, 3, &r) != 0 || open_key_read(x, &ref) != 0)
         return;
     if (ref.z != NULL)
         zs_range_score(ref.z, &r, &a, &e);
@@ -86,7 +86,7 @@ static void cmd_zlexcount(struct cmd_ctx *x)
     struct zs_lex_bound min, max;
     struct ks_zref ref;
     size_t a = 0, e = 0;
-    if (parse_lex_range(x, 2, 3, &min, &max) != 0 || open_key(x, KS_Z_READ, 0, 0, &ref) != 0)
+    if (parse_lex_range(x, 2, 3, &min, &max) != 0 || open_key_read(x, &ref) != 0)
         return;
     if (ref.z != NULL)
         zs_range_lex(ref.z, &min, &max, 0, &a, &e);
@@ -154,7 +154,7 @@ static void zrange_generic(struct cmd_ctx *x, enum range_type type, enum range_d
         return;
     }
     struct ks_zref ref;
-    if (open_key(x, KS_Z_READ, 0, 0, &ref) != 0)
+    if (open_key_read(x, &ref) != 0)
         return;
     if (ref.z == NULL) {
         reply_array(x->out, 0);

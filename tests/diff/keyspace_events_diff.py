@@ -35,7 +35,7 @@ FIELDS = ["f1", "f2", "f3", "tokens", "ts"]
 MEMBERS = ["a", "b", "c", "d", "e"]
 # Class sets: Redis's letters only (what both servers accept), with K, E or both.
 CLASSES = ["KEA", "KA", "EA", "KEAn", "KEg", "KE$", "KEl", "KEh", "KEz", "KEgx", "Eg$lhzn",
-           "K$hn", "KE", "", "AKE", "KEgl$"]
+           "K$hn", "KE", "", "AKE", "KEgl$", "KEm", "KEAm", "Em$x"]
 HOURS = 3600 * 5
 
 
@@ -51,7 +51,7 @@ def gen_command(rng):
     f = pick(rng, FIELDS)
     m = pick(rng, MEMBERS)
     r = rng.random
-    c = rng.randrange(48)
+    c = rng.randrange(49)
     if c == 0:
         return ["SET", k, v]
     if c == 1:
@@ -140,6 +140,16 @@ def gen_command(rng):
     if c == 42:
         return pick(rng, [["GET", k], ["HGET", k, f], ["LRANGE", k, "0", "-1"],
                           ["ZRANGE", k, "0", "-1", "WITHSCORES"], ["TYPE", k], ["EXISTS", k]])
+    if c == 47:  # the read commands' keymiss (class m) on missing keys, as Redis raises it
+        return pick(rng, [["MGET", k, k2], ["STRLEN", k], ["HMGET", k, f, f], ["HLEN", k],
+                          ["HEXISTS", k, f], ["HSTRLEN", k, f], ["HGETALL", k], ["HKEYS", k],
+                          ["HVALS", k], ["LLEN", k], ["LINDEX", k, "0"], ["LPOS", k, v],
+                          ["ZCARD", k], ["ZSCORE", k, m], ["ZMSCORE", k, m], ["ZRANK", k, m],
+                          ["ZREVRANK", k, m], ["ZCOUNT", k, "-inf", "+inf"],
+                          ["ZLEXCOUNT", k, "-", "+"], ["ZRANGEBYSCORE", k, "-inf", "+inf"],
+                          ["ZREVRANGE", k, "0", "-1"],
+                          ["GETEX", k], ["GETDEL", k], ["SET", k, v, "GET"], ["GETSET", k, v],
+                          ["TOUCH", k, k2], ["ZPOPMIN", k, "0"], ["LPOP", k], ["HINCRBY", k, f, "1"]])
     if c == 43:  # TTL's value would depend on when each server ran it
         return ["EXISTS", k, k2]
     if c == 44:
