@@ -256,11 +256,14 @@ static int push(struct pubsub_thread *t, unsigned char kind, const char *chan, s
     m->kind = kind;
     memcpy(m->data, chan, clen);
     memcpy(m->data + clen, msg, mlen);
-    m->next = atomic_load_explicit(&t->inbox, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(&t->inbox, &m->next, m, memory_order_release,
-                                                  memory_order_relaxed))
-        ;
-    return m->next == NULL;
+    /* The old head is kept in a local: once the exchange succeeds, m belongs to t's thread,
+     * which may take, deliver and free it at once (m->next must not be read again here). */
+    struct ps_msg *head = atomic_load_explicit(&t->inbox, memory_order_relaxed);
+    do
+        m->next = head;
+    while (!atomic_compare_exchange_weak_explicit(&t->inbox, &head, m, memory_order_release,
+                                                  memory_order_relaxed));
+    return head == NULL;
 }
 
 int64_t pubsub_publish(enum pubsub_kind k, const char *chan, size_t clen, const char *msg,
