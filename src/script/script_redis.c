@@ -306,6 +306,58 @@ static int typed_reply(lua_State *L, int t, struct rbuf *out, int depth)
     return 0;
 }
 
+/* A table's err and ok fields, then the typed ones, as Redis checks them in that order.
+ * Returns 1 if the table at t was one of them (and is answered). */
+static int keyed_reply(lua_State *L, int t, struct rbuf *out, int depth)
+{
+    push_err_key(L);
+    lua_rawget(L, t);
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        size_t n;
+        const char *s = lua_tolstring(L, -1, &n);
+        error_string_reply(out, s, n);
+        lua_pop(L, 1);
+        return 1;
+    }
+    lua_pop(L, 1);
+    push_ok_key(L);
+    lua_rawget(L, t);
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        size_t n;
+        const char *s = lua_tolstring(L, -1, &n);
+        char *msg = xmalloc(n + 1);
+        memcpy(msg, s, n);
+        msg[n] = '\0';
+        for (size_t i = 0; i < n; i++)
+            if (msg[i] == '\r' || msg[i] == '\n')
+                msg[i] = ' ';
+        reply_simple(out, msg);
+        free(msg);
+        lua_pop(L, 1);
+        return 1;
+    }
+    lua_pop(L, 1);
+    return typed_reply(L, t, out, depth);
+}
+
+/* Whether the table at t has no key but 1..n, for a small n (a larger one answers 0, and the
+ * caller looks its string keys up instead: counting would cost more than the lookups). */
+static int only_array(lua_State *L, int t, int64_t n)
+{
+    if (n > 8)
+        return 0;
+    int64_t keys = 0; /* at least n: 1..n are all there */
+    lua_pushnil(L);
+    while (lua_next(L, t) != 0) {
+        lua_pop(L, 1); /* the value; the key stays, for the next call */
+        if (++keys > n) {
+            lua_pop(L, 1);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 void lua_to_reply(lua_State *L, int idx, struct rbuf *out, int depth)
 {
     if (depth > REPLY_MAX_DEPTH || !lua_checkstack(L, 4)) {
@@ -339,35 +391,6 @@ void lua_to_reply(lua_State *L, int idx, struct rbuf *out, int depth)
         return;
     }
     int t = idx < 0 ? lua_gettop(L) + idx + 1 : idx;
-    push_err_key(L);
-    lua_rawget(L, t);
-    if (lua_type(L, -1) == LUA_TSTRING) {
-        size_t n;
-        const char *s = lua_tolstring(L, -1, &n);
-        error_string_reply(out, s, n);
-        lua_pop(L, 1);
-        return;
-    }
-    lua_pop(L, 1);
-    push_ok_key(L);
-    lua_rawget(L, t);
-    if (lua_type(L, -1) == LUA_TSTRING) {
-        size_t n;
-        const char *s = lua_tolstring(L, -1, &n);
-        char *msg = xmalloc(n + 1);
-        memcpy(msg, s, n);
-        msg[n] = '\0';
-        for (size_t i = 0; i < n; i++)
-            if (msg[i] == '\r' || msg[i] == '\n')
-                msg[i] = ' ';
-        reply_simple(out, msg);
-        free(msg);
-        lua_pop(L, 1);
-        return;
-    }
-    lua_pop(L, 1);
-    if (typed_reply(L, t, out, depth))
-        return;
     /* An array up to its first nil, as Redis walks it. The script's own reply (depth 0) keeps
      * its first REPLY_KEEP elements on the stack while counting, so they are read once. */
     int keep = depth == 0 && lua_checkstack(L, REPLY_KEEP + 4) ? REPLY_KEEP : 0;
@@ -383,8 +406,14 @@ void lua_to_reply(lua_State *L, int idx, struct rbuf *out, int depth)
         if (n > keep)
             lua_pop(L, 1);
     }
-    reply_array(out, n);
     int kept = n < keep ? (int)n : keep;
+    /* err, ok and the RESP3 fields are string keys: a table holding nothing but its n array
+     * elements has none of them, and the lookups are skipped. */
+    if (!only_array(L, t, n) && keyed_reply(L, t, out, depth)) {
+        lua_pop(L, kept);
+        return;
+    }
+    reply_array(out, n);
     for (int64_t i = 1; i <= n; i++) {
         int at; /* the element's stack index */
         if (i <= kept) {

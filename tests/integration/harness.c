@@ -604,6 +604,26 @@ long long it_info_int(redisContext *c, const char *section, const char *field)
     return v;
 }
 
+void it_await_blocked(redisContext *c, long long n)
+{
+    long long got = -1;
+    for (int i = 0; i < 30000; i++) {
+        got = it_info_int(c, "clients", "blocked_clients");
+        if (got == n)
+            return;
+        it_sleep_ms(2);
+    }
+    cr_assert_fail("blocked_clients stayed %lld, want %lld", got, n);
+}
+
+void it_five(redisReply *r, long long v[5])
+{
+    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 5, "want 5 integers");
+    for (int i = 0; i < 5; i++)
+        v[i] = r->element[i]->integer;
+    freeReplyObject(r);
+}
+
 /* ---- raw sockets ---- */
 
 int it_raw_connect(int port)

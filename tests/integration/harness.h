@@ -111,6 +111,10 @@ void it_check_ints(redisReply *r, const long long *want, size_t n, const char *f
 long long it_int(redisReply *r);
 /* The number after "field:" in INFO section's reply (asserted present). */
 long long it_info_int(redisContext *c, const char *section, const char *field);
+/* Waits (up to 60 s, whatever the machine) until INFO clients says n blocked_clients; asserts. */
+void it_await_blocked(redisContext *c, long long n);
+/* The reply's five integers (asserted an array of 5: a limiter's reply), freeing it. */
+void it_five(redisReply *r, long long v[5]);
 
 /* ---- raw sockets ---- */
 

@@ -24,28 +24,6 @@ TestSuite(wait, .fini = it_fini, .timeout = 900);
 
 #define MS 1000000LL
 
-/* Waits (up to 60 s, whatever the machine) until INFO says n requests wait. */
-static void await_blocked(redisContext *c, long long n)
-{
-    long long got = -1;
-    for (int i = 0; i < 30000; i++) {
-        got = it_info_int(c, "clients", "blocked_clients");
-        if (got == n)
-            return;
-        it_sleep_ms(2);
-    }
-    cr_assert_fail("blocked_clients stayed %lld, want %lld", got, n);
-}
-
-/* The reply's five integers (asserted an array of 5), freeing it. */
-static void five(redisReply *r, long long v[5])
-{
-    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 5, "want 5 integers");
-    for (int i = 0; i < 5; i++)
-        v[i] = r->element[i]->integer;
-    freeReplyObject(r);
-}
-
 /* ---- each command's waiting against a model ---- */
 
 /* CL.THROTTLE k 0 5 1: one every 200 ms. Six requests with WAIT in a row are all admitted, each
@@ -61,7 +39,7 @@ Test(wait, throttle_admits_at_the_limiters_rate)
     for (int i = 0; i < 6; i++) {
         int64_t before = lm_now_ns();
         long long v[5];
-        five(it_cmd(c, "CL.THROTTLE k 0 5 1 1 WAIT 10000"), v);
+        it_five(it_cmd(c, "CL.THROTTLE k 0 5 1 1 WAIT 10000"), v);
         int64_t after = lm_now_ns();
         if (i == 0)
             first = before;
@@ -87,7 +65,7 @@ Test(wait, throttle_timeout_answers_limited)
     for (int i = 0; i < 2; i++) {
         int64_t before = lm_now_ns();
         long long v[5];
-        five(it_cmd(c, cmds[i]), v);
+        it_five(it_cmd(c, cmds[i]), v);
         int64_t after = lm_now_ns();
         char why[512];
         cr_assert(lm_gcra_check(&m, 0, 1, 60, 1, before, after, v, why, sizeof why) == 0,
@@ -99,7 +77,7 @@ Test(wait, throttle_timeout_answers_limited)
     /* A request no capacity can ever admit (quantity over the limit) answers at once, even
      * WAIT 0 (without a timeout): the test would hang otherwise. */
     long long v[5];
-    five(it_cmd(c, "CL.THROTTLE q 0 1 60 5 WAIT 0"), v);
+    it_five(it_cmd(c, "CL.THROTTLE q 0 1 60 5 WAIT 0"), v);
     cr_assert(v[0] == 1 && v[3] == -1, "quantity over the limit: [%lld .. %lld]", v[0], v[3]);
     redisFree(c);
     it_stop(d);
@@ -115,7 +93,7 @@ Test(wait, gcra_admits_at_the_limiters_rate)
     for (int i = 0; i < 5; i++) {
         int64_t before = lm_now_ns();
         long long v[5];
-        five(it_cmd(c, "GCRA g 0 5 1 WAIT 10000"), v);
+        it_five(it_cmd(c, "GCRA g 0 5 1 WAIT 10000"), v);
         int64_t after = lm_now_ns();
         if (i == 0)
             first = before;
@@ -124,10 +102,10 @@ Test(wait, gcra_admits_at_the_limiters_rate)
     }
     /* With TOKENS and a timeout shorter than the refill: the limited reply at the timeout. */
     long long v[5];
-    five(it_cmd(c, "GCRA g2 0 1 60 TOKENS 1 WAIT 100"), v);
+    it_five(it_cmd(c, "GCRA g2 0 1 60 TOKENS 1 WAIT 100"), v);
     cr_assert_eq(v[0], 0, "a new key has room");
     int64_t before = lm_now_ns();
-    five(it_cmd(c, "GCRA g2 0 1 60 TOKENS 1 WAIT 100"), v);
+    it_five(it_cmd(c, "GCRA g2 0 1 60 TOKENS 1 WAIT 100"), v);
     cr_assert_eq(v[0], 1, "1 per minute: the second must time out");
     cr_assert_geq(lm_now_ns() - before, 100 * MS);
     redisFree(c);
@@ -141,7 +119,7 @@ Test(wait, throttle_all_waits_for_every_limit)
     redisContext *c = it_connect(d->port);
     long long v[5];
     int64_t taken = lm_now_ns();
-    five(it_cmd(c, "CL.THROTTLE a 0 5 1 1"), v); /* a: next one in 200 ms */
+    it_five(it_cmd(c, "CL.THROTTLE a 0 5 1 1"), v); /* a: next one in 200 ms */
     cr_assert_eq(v[0], 0);
     redisReply *r = it_cmd(c, "THROTTLE.ALL 2 a b LIMIT 0 5 1 1 LIMIT 9 100 1 1 WAIT 10000");
     int64_t after = lm_now_ns();
@@ -159,7 +137,7 @@ Test(wait, throttle_all_waits_for_every_limit)
               r->element[2]->integer == -1);
     freeReplyObject(r);
     /* The timeout: limited, naming the refusing limit, no earlier than the timeout. */
-    five(it_cmd(c, "CL.THROTTLE h 0 1 3600 1"), v);
+    it_five(it_cmd(c, "CL.THROTTLE h 0 1 3600 1"), v);
     int64_t before = lm_now_ns();
     r = it_cmd(c, "THROTTLE.ALL 2 y h LIMIT 5 1 1 1 LIMIT 0 1 3600 1 WAIT 120");
     cr_assert_geq(lm_now_ns() - before, 120 * MS);
@@ -167,7 +145,7 @@ Test(wait, throttle_all_waits_for_every_limit)
               r->element[1]->integer == 1);
     freeReplyObject(r);
     /* Nothing was taken from y by the refused call: a peek shows it full. */
-    five(it_cmd(c, "CL.THROTTLE y 5 1 1 0"), v);
+    it_five(it_cmd(c, "CL.THROTTLE y 5 1 1 0"), v);
     cr_assert_eq(v[2], 6, "y lost capacity to a refused THROTTLE.ALL");
     redisFree(c);
     it_stop(d);
@@ -239,7 +217,7 @@ Test(wait, multi_and_scripts_never_block)
     struct it_daemon *d = it_start(NULL);
     redisContext *c = it_connect(d->port);
     long long v[5];
-    five(it_cmd(c, "CL.THROTTLE k 0 1 3600"), v);
+    it_five(it_cmd(c, "CL.THROTTLE k 0 1 3600"), v);
     IT_STATUS(it_cmd(c, "MULTI"), "OK");
     IT_STATUS(it_cmd(c, "CL.THROTTLE k 0 1 3600 1 WAIT 0"), "QUEUED");
     IT_STATUS(it_cmd(c, "LEASE.ACQUIRE L 0 1000 WAIT 0"), "QUEUED");
@@ -280,7 +258,7 @@ Test(wait, pipelined_commands_wait_behind)
     int fd = it_raw_connect(d->port);
     const char req[] = "LEASE.ACQUIRE P 1 3600000 WAIT 0\r\nPING\r\nINCR n\r\n";
     it_raw_send(fd, req, sizeof req - 1);
-    await_blocked(c, 1);
+    it_await_blocked(c, 1);
     /* The INCR behind the waiting request has not run. */
     IT_NIL(it_cmd(c, "GET n"));
     r = it_cmd(c, "CLIENT LIST");
@@ -327,12 +305,12 @@ Test(wait, fifo_order_and_forgotten_waiters)
         freeReplyObject(o);
         const char req[] = "LEASE.ACQUIRE F 1 3600000 WAIT 0\r\n";
         it_raw_send(fd[i], req, sizeof req - 1);
-        await_blocked(c, i + 1);
+        it_await_blocked(c, i + 1);
     }
     close(fd[3]);
     close(fd[7]);
     IT_INT(it_cmd(c, "CLIENT KILL ID %lld", id[5]), 1);
-    await_blocked(c, N - 3);
+    it_await_blocked(c, N - 3);
     for (int i = 0; i < N; i++) {
         if (i == 3 || i == 5 || i == 7)
             continue;
@@ -402,7 +380,7 @@ Test(wait, many_waiters_on_one_key_and_many_keys)
     enum { N = 900 };
     static int fd[N];
     long long v[5];
-    five(it_cmd(c, "CL.THROTTLE one 0 1 3600"), v);
+    it_five(it_cmd(c, "CL.THROTTLE one 0 1 3600"), v);
     char req[128];
     for (int i = 0; i < N; i++) {
         fd[i] = it_raw_connect(d->port);
@@ -410,18 +388,18 @@ Test(wait, many_waiters_on_one_key_and_many_keys)
         if (i % 2 == 0) {
             n = snprintf(req, sizeof req, "CL.THROTTLE one 0 1 3600 1 WAIT 0\r\n");
         } else {
-            five(it_cmd(c, "CL.THROTTLE own%d 0 1 3600", i), v);
+            it_five(it_cmd(c, "CL.THROTTLE own%d 0 1 3600", i), v);
             n = snprintf(req, sizeof req, "CL.THROTTLE own%d 0 1 3600 1 WAIT %d\r\n", i,
                          i % 4 == 1 ? 0 : 3600000);
         }
         it_raw_send(fd[i], req, (size_t)n);
     }
-    await_blocked(c, N);
+    it_await_blocked(c, N);
     for (int i = 0; i < N; i++)
         close(fd[i]);
-    await_blocked(c, 0);
+    it_await_blocked(c, 0);
     /* The queues are gone: a new waiter on "one" is the head and times out alone. */
-    five(it_cmd(c, "CL.THROTTLE one 0 1 3600 1 WAIT 20"), v);
+    it_five(it_cmd(c, "CL.THROTTLE one 0 1 3600 1 WAIT 20"), v);
     cr_assert_eq(v[0], 1);
     IT_STATUS(it_cmd(c, "SET sentinel v"), "OK");
     it_assert_healthy(d, c, "sentinel", "v");
@@ -580,7 +558,7 @@ Test(wait, shutdown_with_waiters)
     struct it_daemon *d = it_start(NULL);
     redisContext *c = it_connect(d->port);
     long long v[5];
-    five(it_cmd(c, "CL.THROTTLE s 0 1 3600"), v);
+    it_five(it_cmd(c, "CL.THROTTLE s 0 1 3600"), v);
     redisReply *r = it_cmd(c, "LEASE.ACQUIRE L 1 3600000");
     freeReplyObject(r);
     enum { N = 6 };
@@ -591,7 +569,7 @@ Test(wait, shutdown_with_waiters)
                                 : "CL.THROTTLE s 0 1 3600 1 WAIT 600000\r\n";
         it_raw_send(fd[i], req, strlen(req));
     }
-    await_blocked(c, N);
+    it_await_blocked(c, N);
     redisFree(c);
     it_stop(d);
     for (int i = 0; i < N; i++) {

@@ -57,18 +57,6 @@ static void traffic(redisContext *c)
     run_pipeline(c, 1500, "ISALLOWED big act 3600 1000");
 }
 
-static long long info_field(redisContext *c, const char *section, const char *field)
-{
-    redisReply *r = it_cmd(c, "INFO %s", section);
-    char pat[128];
-    snprintf(pat, sizeof pat, "\n%s:", field);
-    const char *p = strstr(r->str, pat);
-    cr_assert(p != NULL, "INFO %s has no %s", section, field);
-    long long v = atoll(p + strlen(pat));
-    freeReplyObject(r);
-    return v;
-}
-
 Test(module, rdb_save_and_restart_keep_state_exactly)
 {
     struct rs_server *s = rs_start(NULL, NULL);
@@ -99,8 +87,8 @@ Test(module, rdb_save_and_restart_keep_state_exactly)
 static void wait_no_rewrite(redisContext *c)
 {
     long long deadline = it_now_ms() + 20000;
-    while (info_field(c, "persistence", "aof_rewrite_in_progress") != 0 ||
-           info_field(c, "persistence", "aof_rewrite_scheduled") != 0) {
+    while (it_info_int(c, "persistence", "aof_rewrite_in_progress") != 0 ||
+           it_info_int(c, "persistence", "aof_rewrite_scheduled") != 0) {
         cr_assert(it_now_ms() < deadline, "AOF rewrite did not finish");
         it_sleep_ms(20);
     }
@@ -190,15 +178,15 @@ Test(module, replica_holds_the_primary_state_exactly)
     it_limit_init(&lim);
     IT_THROTTLE(pc, &lim, "lim", 0, 1, 3600, 1, 0, 1, 0, -1, 3600);
     IT_INT(it_cmd(pc, "WAIT 1 10000"), 1);
-    long long off = info_field(pc, "replication", "master_repl_offset");
+    long long off = it_info_int(pc, "replication", "master_repl_offset");
     IT_THROTTLE(pc, &lim, "lim", 0, 1, 3600, 1, 1, 1, 0, 3600, 3600);
     IT_THROTTLE(pc, &lim, "lim", 0, 1, 3600, 0, 0, 1, 0, -1, 3600);
     IT_INTS(it_cmd(pc, "CL.THROTTLE fresh 5 1 60 0"), 0, 6, 6, -1, 0);
-    cr_assert_eq(info_field(pc, "replication", "master_repl_offset"), off,
+    cr_assert_eq(it_info_int(pc, "replication", "master_repl_offset"), off,
                  "a limited call or a peek was propagated");
     /* An allowed call is, as an effect. */
     IT_INTS(it_cmd(pc, "CL.THROTTLE lim2 0 1 3600"), 0, 1, 0, -1, 3600);
-    cr_assert_gt(info_field(pc, "replication", "master_repl_offset"), off);
+    cr_assert_gt(it_info_int(pc, "replication", "master_repl_offset"), off);
     IT_INT(it_cmd(pc, "WAIT 1 10000"), 1);
     pd = digest(pc);
     rd = digest(rc);
@@ -494,7 +482,7 @@ Test(module, earlier_rlim_gcra_values_still_load)
     n = seal_dump(buf, n);
     IT_STATUS(redisCommand(c, "RESTORE old 0 %b", buf, n), "OK");
     IT_STATUS(it_cmd(c, "TYPE old"), "rlim-gcra");
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 1);
+    cr_expect_eq(it_info_int(c, "rlimit", "rlimit_limiter_keys"), 1);
     redisReply *r = it_cmd(c, "CL.THROTTLE old 15 30 60");
     cr_assert(r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 1,
               "the restored full bucket was not limited");
@@ -502,7 +490,7 @@ Test(module, earlier_rlim_gcra_values_still_load)
     /* A GCRA call that fits (a bigger burst) writes it back as a string. */
     IT_INTS(it_cmd(c, "GCRA old 31 30 60"), 0, 32, 15, -1, 34);
     IT_STATUS(it_cmd(c, "TYPE old"), "string");
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 0);
+    cr_expect_eq(it_info_int(c, "rlimit", "rlimit_limiter_keys"), 0);
     redisFree(c);
     rs_stop(s);
 }
@@ -519,15 +507,15 @@ Test(module, info_rlimit_and_top)
     run_pipeline(c, 12, "ISALLOWED u act 3600 10");
     run_pipeline(c, 2, "CL.THROTTLE w 0 1 3600");
     IT_ERR(it_cmd(c, "CL.THROTTLE t -1 1 3600"), "ERR invalid max_burst: must be >= 0");
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_throttle_allowed"), 6);
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_throttle_limited"), 4);
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_gcra_allowed"), 0);
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_gcra_limited"), 0);
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_isallowed_allowed"), 10);
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_isallowed_denied"), 2);
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_near_limit"), 4);
+    cr_expect_eq(it_info_int(c, "rlimit", "rlimit_throttle_allowed"), 6);
+    cr_expect_eq(it_info_int(c, "rlimit", "rlimit_throttle_limited"), 4);
+    cr_expect_eq(it_info_int(c, "rlimit", "rlimit_gcra_allowed"), 0);
+    cr_expect_eq(it_info_int(c, "rlimit", "rlimit_gcra_limited"), 0);
+    cr_expect_eq(it_info_int(c, "rlimit", "rlimit_isallowed_allowed"), 10);
+    cr_expect_eq(it_info_int(c, "rlimit", "rlimit_isallowed_denied"), 2);
+    cr_expect_eq(it_info_int(c, "rlimit", "rlimit_near_limit"), 4);
     /* The module's own values: the window log (GCRA state is a Redis string). */
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 1);
+    cr_expect_eq(it_info_int(c, "rlimit", "rlimit_limiter_keys"), 1);
 
     redisReply *r = it_cmd(c, "RLIMIT.TOP");
     cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 3, "RLIMIT.TOP: %zu", r->elements);
@@ -550,15 +538,15 @@ Test(module, info_rlimit_and_top)
     /* limiter_keys follows the keys: deletion, expiry-free overwrite, restart from RDB. */
     IT_INT(it_cmd(c, "ISALLOWED v act 3600 10"), 1);
     IT_INT(it_cmd(c, "ISALLOWED w act 3600 10"), 1);
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 3);
+    cr_expect_eq(it_info_int(c, "rlimit", "rlimit_limiter_keys"), 3);
     IT_INT(it_cmd(c, "DEL hist:{w}:act"), 1);
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 2);
+    cr_expect_eq(it_info_int(c, "rlimit", "rlimit_limiter_keys"), 2);
     IT_STATUS(it_cmd(c, "SET hist:{v}:act x"), "OK");
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 1);
+    cr_expect_eq(it_info_int(c, "rlimit", "rlimit_limiter_keys"), 1);
     IT_STATUS(it_cmd(c, "DEBUG RELOAD"), "OK");
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 1);
+    cr_expect_eq(it_info_int(c, "rlimit", "rlimit_limiter_keys"), 1);
     IT_STATUS(it_cmd(c, "FLUSHALL"), "OK");
-    cr_expect_eq(info_field(c, "rlimit", "rlimit_limiter_keys"), 0);
+    cr_expect_eq(it_info_int(c, "rlimit", "rlimit_limiter_keys"), 0);
     /* The sketch is bounded: 30 keys limited once into 10 counters. */
     for (int i = 0; i < 30; i++) {
         freeReplyObject(it_cmd(c, "CL.THROTTLE k%d 0 1 3600", i));

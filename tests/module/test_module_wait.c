@@ -17,38 +17,6 @@ TestSuite(module_wait, .fini = rs_fini, .timeout = 300);
 
 #define MS 1000000LL
 
-static long long info_field(redisContext *c, const char *section, const char *field)
-{
-    redisReply *r = it_cmd(c, "INFO %s", section);
-    char pat[128];
-    snprintf(pat, sizeof pat, "\n%s:", field);
-    const char *p = strstr(r->str, pat);
-    cr_assert(p != NULL, "INFO %s has no %s", section, field);
-    long long v = atoll(p + strlen(pat));
-    freeReplyObject(r);
-    return v;
-}
-
-static void await_blocked(redisContext *c, long long n)
-{
-    long long got = -1;
-    for (int i = 0; i < 30000; i++) {
-        got = info_field(c, "clients", "blocked_clients");
-        if (got == n)
-            return;
-        it_sleep_ms(2);
-    }
-    cr_assert_fail("blocked_clients stayed %lld, want %lld", got, n);
-}
-
-static void five(redisReply *r, long long v[5])
-{
-    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 5, "want 5 integers");
-    for (int i = 0; i < 5; i++)
-        v[i] = r->element[i]->integer;
-    freeReplyObject(r);
-}
-
 /* CL.THROTTLE and GCRA at 5 a second, burst 0: every request with WAIT is admitted, request i
  * no earlier than i * 200 ms after the first was sent, each reply what the GCRA model gives at
  * some time inside its call; in database 3, whose keys the waiting decision must use. */
@@ -63,7 +31,7 @@ Test(module_wait, throttle_and_gcra_admit_at_the_limiters_rate)
     for (int i = 0; i < 5; i++) {
         int64_t before = lm_now_ns();
         long long v[5];
-        five(it_cmd(c, "CL.THROTTLE k 0 5 1 1 WAIT 10000"), v);
+        it_five(it_cmd(c, "CL.THROTTLE k 0 5 1 1 WAIT 10000"), v);
         int64_t after = lm_now_ns();
         if (i == 0)
             first = before;
@@ -79,7 +47,7 @@ Test(module_wait, throttle_and_gcra_admit_at_the_limiters_rate)
     for (int i = 0; i < 4; i++) {
         int64_t before = lm_now_ns();
         long long v[5];
-        five(it_cmd(c, "GCRA g 0 5 1 WAIT 10000"), v);
+        it_five(it_cmd(c, "GCRA g 0 5 1 WAIT 10000"), v);
         if (i == 0)
             first = before;
         cr_assert_eq(v[0], 0);
@@ -87,13 +55,13 @@ Test(module_wait, throttle_and_gcra_admit_at_the_limiters_rate)
     }
     /* The timeout answers the limited reply, no earlier than the timeout. */
     long long v[5];
-    five(it_cmd(c, "CL.THROTTLE h 0 1 3600"), v);
+    it_five(it_cmd(c, "CL.THROTTLE h 0 1 3600"), v);
     int64_t before = lm_now_ns();
-    five(it_cmd(c, "CL.THROTTLE h 0 1 3600 1 WAIT 120"), v);
+    it_five(it_cmd(c, "CL.THROTTLE h 0 1 3600 1 WAIT 120"), v);
     cr_assert_eq(v[0], 1);
     cr_assert_geq(lm_now_ns() - before, 120 * MS);
     /* Never admissible: at once, even without a timeout. */
-    five(it_cmd(c, "CL.THROTTLE q 0 1 60 5 WAIT 0"), v);
+    it_five(it_cmd(c, "CL.THROTTLE q 0 1 60 5 WAIT 0"), v);
     cr_assert(v[0] == 1 && v[3] == -1);
     redisReply *r = it_cmd(c, "THROTTLE.ALL 2 {t}a {t}b LIMIT 0 5 1 1 LIMIT 0 5 1 1 WAIT 5000");
     cr_assert(r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 0);
@@ -113,7 +81,7 @@ Test(module_wait, multi_and_scripts_never_block)
     struct rs_server *s = rs_start(NULL, NULL);
     redisContext *c = it_connect(s->port);
     long long v[5];
-    five(it_cmd(c, "CL.THROTTLE k 0 1 3600"), v);
+    it_five(it_cmd(c, "CL.THROTTLE k 0 1 3600"), v);
     IT_STATUS(it_cmd(c, "MULTI"), "OK");
     IT_STATUS(it_cmd(c, "CL.THROTTLE k 0 1 3600 1 WAIT 0"), "QUEUED");
     IT_STATUS(it_cmd(c, "LEASE.ACQUIRE M 1 3600000"), "QUEUED");
@@ -127,7 +95,7 @@ Test(module_wait, multi_and_scripts_never_block)
                                  "'WAIT', 0)");
     cr_assert(r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 1);
     freeReplyObject(r);
-    cr_assert_eq(info_field(c, "clients", "blocked_clients"), 0);
+    cr_assert_eq(it_info_int(c, "clients", "blocked_clients"), 0);
     redisFree(c);
     rs_stop(s);
 }
@@ -159,11 +127,11 @@ Test(module_wait, lease_fifo_release_expiry_and_replication)
         freeReplyObject(o);
         const char req[] = "LEASE.ACQUIRE F 1 3600000 WAIT 0\r\n";
         it_raw_send(fd[i], req, sizeof req - 1);
-        await_blocked(c, i + 1);
+        it_await_blocked(c, i + 1);
     }
     close(fd[3]);
     IT_INT(it_cmd(c, "CLIENT KILL ID %lld", id[5]), 1);
-    await_blocked(c, N - 2);
+    it_await_blocked(c, N - 2);
     for (int i = 0; i < N; i++) {
         if (i == 3 || i == 5)
             continue;
@@ -178,7 +146,7 @@ Test(module_wait, lease_fifo_release_expiry_and_replication)
     for (int i = 0; i < N; i++)
         if (i != 3)
             close(fd[i]);
-    cr_assert_eq(info_field(c, "clients", "blocked_clients"), 0);
+    cr_assert_eq(it_info_int(c, "clients", "blocked_clients"), 0);
     int64_t took = lm_now_ns();
     r = it_cmd(c, "LEASE.ACQUIRE E 1 300");
     freeReplyObject(r);
@@ -218,7 +186,7 @@ Test(module_wait, hostile_timeouts_and_many_waiters)
     enum { N = 300 };
     static int fd[N];
     long long v[5];
-    five(it_cmd(c, "CL.THROTTLE one 0 1 3600"), v);
+    it_five(it_cmd(c, "CL.THROTTLE one 0 1 3600"), v);
     char req[128];
     for (int i = 0; i < N; i++) {
         fd[i] = it_raw_connect(s->port);
@@ -226,16 +194,16 @@ Test(module_wait, hostile_timeouts_and_many_waiters)
         if (i % 2 == 0) {
             n = snprintf(req, sizeof req, "CL.THROTTLE one 0 1 3600 1 WAIT 0\r\n");
         } else {
-            five(it_cmd(c, "CL.THROTTLE own%d 0 1 3600", i), v);
+            it_five(it_cmd(c, "CL.THROTTLE own%d 0 1 3600", i), v);
             n = snprintf(req, sizeof req, "CL.THROTTLE own%d 0 1 3600 1 WAIT 3600000\r\n", i);
         }
         it_raw_send(fd[i], req, (size_t)n);
     }
-    await_blocked(c, N);
+    it_await_blocked(c, N);
     for (int i = 0; i < N; i++)
         close(fd[i]);
-    await_blocked(c, 0);
-    five(it_cmd(c, "CL.THROTTLE one 0 1 3600 1 WAIT 20"), v);
+    it_await_blocked(c, 0);
+    it_five(it_cmd(c, "CL.THROTTLE one 0 1 3600 1 WAIT 20"), v);
     cr_assert_eq(v[0], 1);
     IT_STATUS(it_cmd(c, "PING"), "PONG");
     redisFree(c);
