@@ -112,8 +112,17 @@ int ks_evict(struct keyspace *ks, uint64_t extra, int64_t now, uint64_t *evicted
 int ks_access_info(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t *idle_s,
                    int64_t *freq);
 /* Bytes allocated for entries, values and tables (malloc_usable_size), all shards, plus the
- * external bytes last set. */
+ * external bytes last set and the counters registered with ks_count_memory: Redis's
+ * used_memory, what maxmemory is checked against. */
 uint64_t ks_used_memory(const struct keyspace *ks);
+/* ks_used_memory less the registered counters: what the keys, tables and Lua hold. */
+uint64_t ks_data_memory(const struct keyspace *ks);
+/* Makes *counter (a byte count one thread keeps; a uint64 whose deltas may wrap, read as their
+ * sum) part of ks_used_memory from now on, for the keyspace's life: the network layer's
+ * per-thread total of its connections' buffers, so that clients count toward maxmemory as
+ * Redis's normal clients do. At most KS_MAX_COUNTED; returns -1 past that. */
+#define KS_MAX_COUNTED 32
+int ks_count_memory(struct keyspace *ks, const _Atomic uint64_t *counter);
 /* Memory outside the keyspace that counts toward maxmemory (the Lua engines and the script
  * cache: cmd_script.c keeps it current). */
 void ks_set_external_memory(struct keyspace *ks, uint64_t bytes);

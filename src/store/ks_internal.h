@@ -135,6 +135,10 @@ struct keyspace {
     uint8_t seed[16];
     _Atomic uint64_t maxmemory;
     _Atomic uint64_t external; /* memory held outside the tables that counts too (Lua) */
+    /* Counters kept elsewhere that count too (ks_count_memory: each I/O thread's connection
+     * buffers), each written by one thread; registered before the threads start. */
+    const _Atomic uint64_t *counted[KS_MAX_COUNTED];
+    _Atomic unsigned ncounted;
     struct shard *shards;
     int bulk; /* between ks_bulk_begin and ks_bulk_end */
     /* Eviction (ks_evict.c): written by ks_set_eviction, read by any thread. */
