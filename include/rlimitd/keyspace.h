@@ -105,6 +105,10 @@ void ks_set_eviction(struct keyspace *ks, int policy, int samples, int lfu_log_f
  * limit, or when keys were deleted and the time ran out (Redis's EVICT_RUNNING: the command
  * runs); -1 when still over and nothing could be deleted (noeviction, no candidate). */
 int ks_evict(struct keyspace *ks, uint64_t extra, int64_t now, uint64_t *evicted);
+/* A command the last ks_evict answered 0 for creates its keys without a second look at
+ * maxmemory (Redis decides once, before the command); the dispatcher calls this before each
+ * command, so that a command that did not ask ks_evict is checked when it creates a key. */
+void ks_evict_forget(void);
 
 /* The access data an LRU/LFU policy keeps of key (its shard locked): *idle_s seconds since the
  * last access (-1: not tracked now) and *freq the LFU counter (-1: not tracked now). Returns 0,

@@ -287,6 +287,7 @@ static void execute(struct cmd_env *env, struct session *s, int argc, char **arg
         reject(s, idx, out, "ERR Command not allowed inside a transaction");
         return;
     }
+    ks_evict_forget(); /* only this command's own ks_evict may admit its new keys */
     if (oom_refused(env, s, d, argc, argv, lens)) {
         if ((s->flags & SESSION_IN_MULTI) && strcmp(d->name, "exec") == 0) {
             /* Redis answers a refused EXEC so, and the transaction and its WATCHes are gone. */
