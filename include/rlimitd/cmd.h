@@ -53,6 +53,10 @@ struct session {
     int obuf_class;
     const char *peer;     /* "ip:port" of the client (owned by the connection), for SLOWLOG */
     size_t multi_mem;     /* bytes of the commands queued in MULTI (CLIENT LIST) */
+    /* The part of multi_mem the connection last published into its thread's clients_mem
+     * (which counts toward maxmemory); the owning thread's alone. 0 for a session without a
+     * connection. */
+    size_t multi_mem_counted;
     int multi_count;      /* commands queued in MULTI, -1 outside MULTI (CLIENT LIST) */
     struct watched *watched; /* WATCHed keys (cmd_tx.c), NULL when none */
     struct exec_run *exec; /* while EXEC runs its queue (cmd_shard_lock.h), else NULL */

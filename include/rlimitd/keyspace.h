@@ -105,6 +105,10 @@ void ks_set_eviction(struct keyspace *ks, int policy, int samples, int lfu_log_f
  * limit, or when keys were deleted and the time ran out (Redis's EVICT_RUNNING: the command
  * runs); -1 when still over and nothing could be deleted (noeviction, no candidate). */
 int ks_evict(struct keyspace *ks, uint64_t extra, int64_t now, uint64_t *evicted);
+/* A command the last ks_evict answered 0 for creates its keys without a second look at
+ * maxmemory (Redis decides once, before the command); the dispatcher calls this before each
+ * command, so that a command that did not ask ks_evict is checked when it creates a key. */
+void ks_evict_forget(void);
 
 /* The access data an LRU/LFU policy keeps of key (its shard locked): *idle_s seconds since the
  * last access (-1: not tracked now) and *freq the LFU counter (-1: not tracked now). Returns 0,
@@ -112,8 +116,17 @@ int ks_evict(struct keyspace *ks, uint64_t extra, int64_t now, uint64_t *evicted
 int ks_access_info(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t *idle_s,
                    int64_t *freq);
 /* Bytes allocated for entries, values and tables (malloc_usable_size), all shards, plus the
- * external bytes last set. */
+ * external bytes last set and the counters registered with ks_count_memory: Redis's
+ * used_memory, what maxmemory is checked against. */
 uint64_t ks_used_memory(const struct keyspace *ks);
+/* ks_used_memory less the registered counters: what the keys, tables and Lua hold. */
+uint64_t ks_data_memory(const struct keyspace *ks);
+/* Makes *counter (a byte count one thread keeps; a uint64 whose deltas may wrap, read as their
+ * sum) part of ks_used_memory from now on, for the keyspace's life: the network layer's
+ * per-thread total of its connections' buffers, so that clients count toward maxmemory as
+ * Redis's normal clients do. At most KS_MAX_COUNTED; returns -1 past that. */
+#define KS_MAX_COUNTED 32
+int ks_count_memory(struct keyspace *ks, const _Atomic uint64_t *counter);
 /* Memory outside the keyspace that counts toward maxmemory (the Lua engines and the script
  * cache: cmd_script.c keeps it current). */
 void ks_set_external_memory(struct keyspace *ks, uint64_t bytes);

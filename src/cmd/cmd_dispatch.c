@@ -142,8 +142,9 @@ static void pubsub_refused(struct session *s, int idx, int argc, char **argv,
 /* Redis 7.0's maxmemory gate, before a command runs or is queued: over the limit, a command
  * that may grow memory (denyoom) is refused; inside MULTI so is every command but EXEC,
  * DISCARD, QUIT and RESET (queueing costs memory), and EXEC itself when it queued a denyoom
- * command. What this session's queue holds counts toward the limit, as a Redis client's
- * buffers do. Free when maxmemory is 0: the flags decide before memory is summed. */
+ * command. Used memory includes every connection's buffers and queued transaction, as Redis's
+ * does (ks_count_memory); what this session queued since its connection last published them
+ * is added here. Free when maxmemory is 0: the flags decide before memory is summed. */
 /* Redis 7.0 replaces EVAL's flags by a shebang script's own: without `allow-oom` or `no-writes`
  * such a script is denyoom, refused up front over maxmemory with the plain OOM text (7.0.15's;
  * later versions word it differently). A script without a shebang is checked by its calls. */
@@ -207,7 +208,10 @@ static int oom_refused(const struct cmd_env *env, const struct session *s,
         if (!denyoom && !may_grow)
             return 0;
     }
-    uint64_t held = in_multi ? __atomic_load_n(&s->multi_mem, __ATOMIC_RELAXED) : 0;
+    /* Used memory counts every connection's buffers and queue as last published (after each
+     * batch); this session's queue may have grown since. */
+    uint64_t held = in_multi && s->multi_mem > s->multi_mem_counted
+                        ? s->multi_mem - s->multi_mem_counted : 0;
     /* Redis's performEvictions first: the policy frees what it may (CONFIG.md,
      * maxmemory-policy); the store refuses a limiter's new key if that was not enough. */
     uint64_t evicted = 0;
@@ -283,6 +287,7 @@ static void execute(struct cmd_env *env, struct session *s, int argc, char **arg
         reject(s, idx, out, "ERR Command not allowed inside a transaction");
         return;
     }
+    ks_evict_forget(); /* only this command's own ks_evict may admit its new keys */
     if (oom_refused(env, s, d, argc, argv, lens)) {
         if ((s->flags & SESSION_IN_MULTI) && strcmp(d->name, "exec") == 0) {
             /* Redis answers a refused EXEC so, and the transaction and its WATCHes are gone. */

@@ -69,9 +69,10 @@ static void gather(struct cmd_ctx *x, struct mem_figures *m)
      * AOF, the script caches and the hash tables. */
     m->overhead = m->clients + m->lua_caches + m->tables;
     m->keys = ks_key_count(env->ks);
-    /* Entries and values: used memory less the tables and the Lua engines (counted in it too). */
-    uint64_t engines = script_engine_memory();
-    m->dataset = m->total > m->tables + engines ? m->total - m->tables - engines : 0;
+    /* Entries and values: used memory less the connections, the tables and the Lua engines
+     * (counted in it too). */
+    uint64_t engines = script_engine_memory(), data = ks_data_memory(env->ks);
+    m->dataset = data > m->tables + engines ? data - m->tables - engines : 0;
     m->rss = rss_now();
     struct mallinfo2 mi = mallinfo2();
     m->alloc_allocated = mi.uordblks + mi.hblkhd;

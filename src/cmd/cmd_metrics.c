@@ -151,7 +151,8 @@ void cmd_metrics(struct cmd_env *env, struct rbuf *out)
     family(out, "rlimitd_pubsub_delivered_total", "counter",
            "Messages delivered to subscribers (one per receiving subscription).");
     linef(out, "rlimitd_pubsub_delivered_total %" PRIu64 "\n", ps.delivered);
-    family(out, "rlimitd_used_memory_bytes", "gauge", "Bytes used by the keyspace.");
+    family(out, "rlimitd_used_memory_bytes", "gauge",
+           "Bytes used: keys, tables, Lua and the connections' buffers (INFO used_memory).");
     linef(out, "rlimitd_used_memory_bytes %" PRIu64 "\n", ks_used_memory(env->ks));
 
     int n = cmd_count();

@@ -418,9 +418,11 @@ static size_t published_output_memory(const struct client *c)
            (omem > 0 ? sizeof(struct client_write) + omem : 0);
 }
 
+/* As Redis 7.0's tot-mem: the connection, its query buffer, its replies and its queued
+ * transaction. */
 static size_t client_memory(const struct client *c)
 {
-    return sizeof(*c) + resp_capacity(&c->resp) + output_memory(c);
+    return sizeof(*c) + resp_capacity(&c->resp) + output_memory(c) + c->session.multi_mem;
 }
 
 /* Publishes this connection's buffer figures for CLIENT LIST on other threads. obl goes last,
@@ -432,6 +434,7 @@ void client_publish(struct client *c)
         return; /* no longer listed nor counted */
     size_t in = resp_buffered(&c->resp), cap = resp_capacity(&c->resp);
     size_t mem = client_memory(c), omem = output_memory(c);
+    c->session.multi_mem_counted = c->session.multi_mem; /* cmd_dispatch.c's oom_refused */
     size_t old = atomic_load_explicit(&c->tot_mem, memory_order_relaxed);
     size_t old_out = published_output_memory(c);
     atomic_store_explicit(&c->tot_mem, mem, memory_order_relaxed);

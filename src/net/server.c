@@ -116,6 +116,9 @@ int server_run(struct conf *conf, const char *config_file, struct keyspace *ks,
     for (int i = 0; i < srv->nthreads; i++) {
         srv->threads[i].index = i;
         srv->env.stats[i] = &srv->threads[i].stats;
+        /* The thread's connections' buffers count toward maxmemory (INFO mem_clients_normal,
+         * part of used_memory), as Redis's normal clients do. nthreads <= 16 < KS_MAX_COUNTED. */
+        ks_count_memory(srv->ks, &srv->threads[i].stats.clients_mem);
         if (io_thread_setup(srv, &srv->threads[i]) != 0)
             goto out;
     }

@@ -166,13 +166,34 @@ void ks_set_maxmemory(struct keyspace *ks, uint64_t bytes)
     atomic_store_explicit(&ks->maxmemory, bytes, memory_order_relaxed);
 }
 
-uint64_t ks_used_memory(const struct keyspace *ks)
+uint64_t ks_data_memory(const struct keyspace *ks)
 {
     int64_t sum = 0;
     for (unsigned i = 0; i < ks->nshards; i++)
         sum += atomic_load_explicit(&ks->shards[i].mem, memory_order_relaxed);
     return (sum < 0 ? 0 : (uint64_t)sum) +
            atomic_load_explicit(&ks->external, memory_order_relaxed);
+}
+
+/* Each counter is one thread's running sum of its own deltas: read alone it is that thread's
+ * true total (never "negative"), so the sum needs no lock and no ordering. */
+uint64_t ks_used_memory(const struct keyspace *ks)
+{
+    uint64_t sum = ks_data_memory(ks);
+    unsigned n = atomic_load_explicit(&ks->ncounted, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++)
+        sum += atomic_load_explicit(ks->counted[i], memory_order_relaxed);
+    return sum;
+}
+
+int ks_count_memory(struct keyspace *ks, const _Atomic uint64_t *counter)
+{
+    unsigned n = atomic_load_explicit(&ks->ncounted, memory_order_relaxed);
+    if (n >= KS_MAX_COUNTED)
+        return -1;
+    ks->counted[n] = counter;
+    atomic_store_explicit(&ks->ncounted, n + 1, memory_order_release);
+    return 0;
 }
 
 void ks_set_external_memory(struct keyspace *ks, uint64_t bytes)

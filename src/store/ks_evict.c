@@ -251,14 +251,21 @@ static int evict_random(struct keyspace *ks, int policy)
     return 0;
 }
 
-_Thread_local int evict_running;
+_Thread_local int evict_admitted;
+
+void ks_evict_forget(void)
+{
+    evict_admitted = 0;
+}
 
 int ks_evict(struct keyspace *ks, uint64_t extra, int64_t now, uint64_t *evicted)
 {
-    evict_running = 0;
+    evict_admitted = 0;
     uint64_t max = atomic_load_explicit(&ks->maxmemory, memory_order_relaxed);
-    if (max == 0 || ks_used_memory(ks) + extra <= max)
+    if (max == 0 || ks_used_memory(ks) + extra <= max) {
+        evict_admitted = 1;
         return 0;
+    }
     int policy = atomic_load_explicit(&ks->policy, memory_order_relaxed);
     if (policy == KS_POL_NOEVICTION)
         return -1;
@@ -277,12 +284,12 @@ int ks_evict(struct keyspace *ks, uint64_t extra, int64_t now, uint64_t *evicted
             rc = -1; /* nothing left the policy may delete (or every shard busy) */
             break;
         }
-        if ((freed & 15) == 0 && mono_ns() > deadline) {
-            rc = freed > 0 ? 0 : -1;
-            evict_running = freed > 0;
-            break;
-        }
+        /* Time is looked at after deletions only, as Redis does: a thread that lost its CPU
+         * while sampling has not failed to find keys (the misses bound that search). */
+        if (got && (freed & 15) == 0 && mono_ns() > deadline)
+            break; /* having deleted keys: the command runs (EVICT_RUNNING) */
     }
     *evicted += freed;
+    evict_admitted = rc == 0;
     return rc;
 }

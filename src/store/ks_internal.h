@@ -135,6 +135,10 @@ struct keyspace {
     uint8_t seed[16];
     _Atomic uint64_t maxmemory;
     _Atomic uint64_t external; /* memory held outside the tables that counts too (Lua) */
+    /* Counters kept elsewhere that count too (ks_count_memory: each I/O thread's connection
+     * buffers), each written by one thread; registered before the threads start. */
+    const _Atomic uint64_t *counted[KS_MAX_COUNTED];
+    _Atomic unsigned ncounted;
     struct shard *shards;
     int bulk; /* between ks_bulk_begin and ks_bulk_end */
     /* Eviction (ks_evict.c): written by ks_set_eviction, read by any thread. */
@@ -357,16 +361,20 @@ static inline void set_type(struct shard *sh, uint8_t *e, enum ks_type t)
 void set_expire(struct shard *sh, uint64_t i, int64_t at);
 uint8_t *prepare_new_value(struct shard *sh, uint64_t i);
 
-/* Set by this thread's last ks_evict when it stopped for time having deleted keys (Redis's
- * EVICT_RUNNING): the command it ran for goes ahead as in Redis, its new key too. */
-extern _Thread_local int evict_running;
+/* Set by this thread's last ks_evict when it admitted the command it ran for: used memory was
+ * at or under the limit, or eviction stopped for time having deleted keys (Redis's
+ * EVICT_RUNNING). That command's new keys are then created without a second look: Redis decides
+ * once, before the command, and another thread's writes between the decision and the key must
+ * not refuse it half way (under an allkeys policy that refused a few writes in a thousand).
+ * ks_evict_forget clears it before every command, so a command that did not ask is checked. */
+extern _Thread_local int evict_admitted;
 
 /* Creating a key is refused over maxmemory; everything else keeps working (COMMANDS.md, Wire
  * protocol). */
 static inline int over_maxmemory(const struct keyspace *ks)
 {
     uint64_t max = atomic_load_explicit(&ks->maxmemory, memory_order_relaxed);
-    return max != 0 && !evict_running && ks_used_memory(ks) > max;
+    return max != 0 && !evict_admitted && ks_used_memory(ks) > max;
 }
 
 /* ---- Watched keys ----

@@ -4,6 +4,7 @@
  * (ks_evict takes its shards with trylock; nothing else holds them here); time is passed in, and
  * the LRU test's access times are those passed, so no clock is raced. */
 #include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -195,4 +196,43 @@ Test(evict, default_policy_keeps_no_access_data)
     cr_assert_gt(ks_used_memory(ks), before);
     ks_set_eviction(ks, KS_POL_NOEVICTION, 5, 10, 1);
     cr_assert_eq(ks_used_memory(ks), before);
+}
+
+/* Memory counted outside the keyspace (ks_count_memory: the connections' buffers) is part of
+ * used memory: growing it puts the keyspace over the limit and eviction deletes keys to make
+ * room for it; the keys' own share (ks_data_memory) leaves it out. */
+Test(evict, counted_memory_outside_the_keys_is_evicted_for)
+{
+    static _Atomic uint64_t clients[2];
+    for (int i = 0; i < 1000; i++) {
+        struct ks_key k = key_of("c", i);
+        cr_assert_eq(ks_set(ks, &k, T0, "0123456789012345678901234567890123456789", 40, 0, 0),
+                     1);
+    }
+    uint64_t data = ks_data_memory(ks);
+    cr_assert_eq(ks_used_memory(ks), data);
+    cr_assert_eq(ks_count_memory(ks, &clients[0]), 0);
+    cr_assert_eq(ks_count_memory(ks, &clients[1]), 0);
+    ks_set_maxmemory(ks, data + 1000);
+    ks_set_eviction(ks, KS_POL_ALLKEYS_RANDOM, 5, 10, 1);
+    uint64_t evicted = 0;
+    cr_assert_eq(evict_until_done(T0, &evicted), 0);
+    cr_assert_eq(evicted, 0, "under the limit: nothing to delete");
+    atomic_store(&clients[0], data / 4);
+    atomic_store(&clients[1], data / 4);
+    cr_assert_eq(ks_used_memory(ks), data + 2 * (data / 4));
+    cr_assert_eq(ks_data_memory(ks), data);
+    cr_assert_eq(evict_until_done(T0, &evicted), 0);
+    cr_assert_gt(evicted, 0);
+    cr_assert_leq(ks_used_memory(ks), data + 1000);
+    cr_assert_lt(ks_data_memory(ks), data / 2 + 1000);
+    ks_set_eviction(ks, KS_POL_NOEVICTION, 5, 10, 1);
+    atomic_store(&clients[0], data);
+    cr_assert_eq(ks_evict(ks, 0, T0, &evicted), -1, "over by the counters alone");
+    atomic_store(&clients[0], 0);
+    atomic_store(&clients[1], 0);
+    cr_assert_eq(ks_evict(ks, 0, T0, &evicted), 0);
+    for (int i = 0; i < KS_MAX_COUNTED - 2; i++)
+        cr_assert_eq(ks_count_memory(ks, &clients[0]), 0);
+    cr_assert_eq(ks_count_memory(ks, &clients[0]), -1, "past KS_MAX_COUNTED");
 }
