@@ -167,8 +167,8 @@ int util_eq_nocase(const char *s, size_t len, const char *lit)
 }
 
 /* Redis's string2ld: strtold over the whole text (at most 5119 bytes), no leading space, no NaN,
- * no overflow to infinity or underflow to zero. A NUL inside ends the text (Redis copies the
- * bytes into a C string too). Returns 0, or -1. */
+ * no overflow to infinity or underflow to zero. A NUL inside is not a number (strtold must
+ * end at the copy's terminator, as Redis requires). Returns 0, or -1. */
 int util_parse_ld(const char *s, size_t len, long double *out)
 {
     char buf[UTIL_LD_MAX_CHARS];
@@ -179,7 +179,7 @@ int util_parse_ld(const char *s, size_t len, long double *out)
     errno = 0;
     char *end;
     long double v = strtold(buf, &end);
-    if (util_is_space((unsigned char)buf[0]) || *end != '\0' || isnan(v) ||
+    if (util_is_space((unsigned char)buf[0]) || end != buf + len || isnan(v) ||
         (errno == ERANGE && (isinf(v) || v == 0)))
         return -1;
     *out = v;

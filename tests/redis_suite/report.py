@@ -160,7 +160,7 @@ class Run:
                     self.tests.append(dict(key=key(p, data), name=data, pass_=p,
                                            status="skip"))
             elif st == "note":
-                m = re.match(r"reset: (DISCARD|readraw 0) after '(.*)' failed$", data, re.S)
+                m = re.match(r"reset: (DISCARD|readraw 0|HELLO \d) after '(.*)' failed$", data, re.S)
                 if m:
                     self.resets.setdefault((p, m.group(2)), []).append(m.group(1))
                 else:
@@ -382,6 +382,8 @@ def section(title, rl, ctl, which, sources, out):
                 for what in rl.resets.get((t["pass_"], t["name"]), []):
                     tag += (" [left its connection inside MULTI: DISCARD sent]"
                             if what == "DISCARD" else
+                            " [left its client on another protocol: %s sent]" % what
+                            if what.startswith("HELLO") else
                             " [left its client reading raw replies: readraw 0]")
                 out.append("      - %s%s: %s" % (t["name"], tag, short(t.get("error", ""))))
     for b in rblocks:

@@ -17,9 +17,11 @@
 #     lets Redis's memory_usage helper answer 1 when MEMORY USAGE is an unknown command (as it
 #     answers 1 itself on a non-jemalloc build; hash.tcl calls it outside any test). Each time
 #     is logged as a "note" record starting "tolerated: ";
-#  4. after a test fails, turns its client's raw mode off if the test left it on, and sends
-#     DISCARD, so that a test that failed in raw mode or inside MULTI does not fail every later
-#     test of its block (see `test` below);
+#  4. after a test fails, turns its client's raw mode off if the test left it on, switches its
+#     client back to the protocol it began with if the test left it on another (`r hello 3`
+#     before the failure, `r hello 2` after it), and sends DISCARD, so that a test that failed in
+#     raw mode, in RESP3 or inside MULTI does not fail every later test of its block (see `test`
+#     below);
 #  5. lets `FUNCTION FLUSH`, which the external-server preamble sends before every block, answer
 #     "unknown command" without aborting the block (a server without FUNCTION would otherwise run
 #     no test at all). Only that call, only from the preamble, only that error; it is logged as
@@ -101,11 +103,14 @@ proc test {name args} {
     if {[catch {::rlimitd_suite_orig_r readingraw} raw]} {
         set raw ""
     }
+    set proto [rlimitd_suite_proto]
     uplevel 1 [list ::rlimitd_suite_orig_test $name {*}$args]
     # A failed test can leave the block's connection in a state every later test of the block
     # then fails on, which would hide what those tests measure. So after a failure (only then):
     # - the client reading raw replies although it did not when the test began (the test failed
     #   before its `r readraw 0`): back to parsed replies;
+    # - the client on another protocol than when the test began (it failed between its
+    #   `r hello 3` and `r hello 2`; later tests would see RESP3 replies): HELLO <the one before>;
     # - a transaction left open (the test failed between MULTI and EXEC; later replies are all
     #   "QUEUED"): DISCARD, whose "OK" shows there was one.
     # Each reset is logged for the report.
@@ -113,6 +118,9 @@ proc test {name args} {
         if {$raw eq "0" && ![catch {::rlimitd_suite_orig_r readingraw} now] && $now eq "1"} {
             ::rlimitd_suite_orig_r readraw 0
             rlimitd_suite_log note "reset: readraw 0 after '$name' failed"
+        }
+        if {[rlimitd_suite_proto] ne $proto && ![catch {r hello $proto}]} {
+            rlimitd_suite_log note "reset: HELLO $proto after '$name' failed"
         }
         if {![catch {::rlimitd_suite_orig_r discard} res] && [string match {*OK} $res]} {
             rlimitd_suite_log note "reset: DISCARD after '$name' failed"
@@ -139,8 +147,25 @@ if {[info exists ::env(RLIMITD_SUITE_LENIENT)] && $::env(RLIMITD_SUITE_LENIENT) 
         return $res
     }
 }
+# The protocol of the current block's client, as its last successful `r hello N` set it (2
+# before any: each block opens a new connection). Kept per client handle.
+array set ::rlimitd_suite_protos {}
+proc rlimitd_suite_proto {} {
+    if {[catch {srv 0 client} c] || ![info exists ::rlimitd_suite_protos($c)]} {
+        return 2
+    }
+    return $::rlimitd_suite_protos($c)
+}
 rename r ::rlimitd_suite_orig_r
 proc r {args} {
+    if {[llength $args] >= 2 && [string equal -nocase [lindex $args 0] hello] &&
+        [string is integer -strict [lindex $args 1]]} {
+        set res [::rlimitd_suite_orig_r {*}$args]
+        if {![catch {srv 0 client} c]} {
+            set ::rlimitd_suite_protos($c) [lindex $args 1]
+        }
+        return $res
+    }
     if {[llength $args] == 4 && [string equal -nocase [lrange $args 0 1] {config set}] &&
         [lsearch -exact $::rlimitd_suite_tolerate [string tolower [lindex $args 2]]] >= 0} {
         if {[catch {::rlimitd_suite_orig_r {*}$args} res opts]} {
