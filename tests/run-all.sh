@@ -10,7 +10,7 @@
 #      threads while read, resized and reset), then the daemon driven by build-ci's config_race
 #      test (CONFIG SET of every live directive while traffic flows on two I/O threads),
 #      concurrency test and script_race test; fails on any report;
-#   5. tests/fuzz/run.sh, when it exists.
+#   5. tests/fuzz/run.sh, when it exists (fuzz_resp and fuzz_lua, a minute each).
 # Keeps going after a failure so the summary shows everything, then exits non-zero if anything
 # failed. Works from a fresh clone, without a terminal or standard input.
 set -euo pipefail

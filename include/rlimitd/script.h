@@ -100,4 +100,13 @@ void script_thread_exit(void);
 /* Frees every thread's engine (process exit, after the threads ended). */
 void script_engine_free_all(void);
 
+#ifdef RLIMITD_FUZZ_SCRIPT_BUDGET
+/* Fuzz builds only (tests/fuzz): the VM instructions each run may spend before it is killed as
+ * SCRIPT KILL kills it (RLIMITD_FUZZ_SCRIPT_BUDGET unless a target changes it), and the
+ * remaining budget at which the running script's hook flushes the script cache once (-1: never;
+ * it is reset to -1 when it fires). */
+extern long long script_fuzz_budget;
+extern long long script_fuzz_flush_at;
+#endif
+
 #endif
