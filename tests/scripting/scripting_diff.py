@@ -785,7 +785,18 @@ CASES.update({
         ev("return [=["), ev("return [==[ x ]=]"), ev("return [[ x"), ev("return [=x"),
         ev("--[==[ x"), ev("return loadstring('return [=[')"),
         ev("return loadstring('[' .. string.rep('=', 100000) .. '[')"),
-        ev("return select(2, loadstring('x = [=== a ]=]'))"), ev("return 1")],
+        ev("return select(2, loadstring('x = [=== a ]=]'))"),
+        # deep levels, well formed and not: the lexer's arithmetic on the level, both sides of
+        # the closing bracket's match, and the level as the start of the next token
+        ev("local q = string.rep('=', 100000) "
+           "return #loadstring('return [' .. q .. '[x]' .. q .. ']')()"),
+        ev("local q = string.rep('=', 100000) "
+           "return select(2, loadstring('return [' .. q .. '[x]' .. q .. '=]'))"),
+        ev("local q = string.rep('=', 100000) "
+           "return select(2, loadstring('return [' .. q .. '[x]' .. q:sub(2) .. ']'))"),
+        ev("return select(2, loadstring('--[' .. string.rep('=', 100000) .. 'x\\n+'))"),
+        ev("return select(2, loadstring('return [==[a]==] .. [=[' .. string.rep('\\n', 1000)))"),
+        ev("return 1")],
     "CVE-2025-49844 chunk names while parsing": [
         ev("return select(2, loadstring('return 1 +', string.rep('n', 1000)))"),
         ev("collectgarbage('step', 1000) return select(2, loadstring(string.rep('a = 1 ', 1000) .. ' +'))"),
