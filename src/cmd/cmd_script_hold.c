@@ -143,8 +143,10 @@ void cmd_from_script(void *hold, int argc, char **argv, const size_t *lens, stru
     struct cmd_ctx *x = h->x;
     struct session *s = x->s;
     int idx = cmd_lookup(argv[0], lens[0]);
+    size_t start = out->len;
     if (idx < 0) {
         reply_error(out, "ERR Unknown Redis command called from script");
+        count_error(s, out, start);
         return;
     }
     const struct cmd_def *d = &cmd_defs[idx];
@@ -162,9 +164,11 @@ void cmd_from_script(void *hold, int argc, char **argv, const size_t *lens, stru
     else if (d->flags & CMD_ALLSHARDS)
         refused = "ERR This command visits every shard and is not allowed from scripts in rlimitd";
     if (refused != NULL) {
-        /* As Redis 7.0 counts a command its script could not run: a rejected call of it (INFO
-         * commandstats). The error itself is counted where the script's reply carries it. */
+        /* As Redis 7.0 counts a command its script could not run: its error now (INFO
+         * errorstats, once: the script's reply carrying it is not counted again), and a
+         * rejected call of the command (INFO commandstats). */
         reply_error(out, refused);
+        count_error(s, out, start);
         if (s->stats != NULL)
             stats_add(&s->stats->cmd[idx].rejected_calls, 1);
         return;

@@ -820,6 +820,35 @@ CASES.update({
         ["LLEN", "big:l7999"], ["LRANGE", "big:l7999", "0", "2"]],
 })
 
+# INFO errorstats after each script: the error of a command a script ran or could not run is
+# counted once, where it happened, whether the script raises it, returns it or swallows it; the
+# tables redis.call and redis.pcall make of it say so (ignore_error_stats_update).
+ERRSTATS = ["INFO", "errorstats"]
+RESET = ["CONFIG", "RESETSTAT"]
+CASES["error stats of script calls"] = [["SET", "es:s", "abc"]] + [
+    c for body, keys, ro in (
+        ("return redis.call('incr', KEYS[1])", ["es:s"], 0),
+        ("local t = redis.pcall('incr', KEYS[1]) return 1", ["es:s"], 0),
+        ("return redis.pcall('incr', KEYS[1])", ["es:s"], 0),
+        ("return redis.call('set', KEYS[1], 'y')", ["es:x"], 1),
+        ("local t = redis.pcall('set', KEYS[1], 'y') return 1", ["es:x"], 1),
+        ("return {err = 'ERR y'}", [], 0),
+        ("return redis.pcall('nosuch')", [], 0),
+        ("local t = redis.pcall('nosuch') return 1", [], 0),
+        ("local t = redis.pcall('get', 'a', 'b') return 1", [], 0),
+        ("local t = redis.pcall('multi') return 1", [], 0),
+        ("error('boom')", [], 0),
+        ("local t = redis.pcall('nosuch') t.ignore_error_stats_update = nil return t", [], 0),
+        ("local t = redis.pcall('get', 'a', 'b') local k = {} "
+         "for x in pairs(t) do k[#k + 1] = x end table.sort(k) return k", [], 0))
+    for c in ([RESET, (ev_ro if ro else ev)(body, keys), ERRSTATS])] + [
+    ["CONFIG", "SET", "maxmemory", "1"]] + [
+    c for body in ("return redis.call('set', KEYS[1], 'y')",
+                   "local t = redis.pcall('set', KEYS[1], 'y') return t['err']",
+                   "return redis.pcall('set', KEYS[1], 'y')")
+    for c in ([RESET, ev(body, ["es:x"]), ERRSTATS])] + [
+    ["CONFIG", "SET", "maxmemory", "0"]]
+
 CASES["redis_rate"] = (
     [redis_rate("rr:1", 3, 1, 3600, 1) for _ in range(5)] +
     [redis_rate("rr:2", 10, 5, 7200, 4) for _ in range(4)] +
