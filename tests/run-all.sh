@@ -11,7 +11,7 @@
 #      test (CONFIG SET of every live directive while traffic flows on two I/O threads),
 #      concurrency test, script_race test and pubsub test (delivery across two I/O threads);
 #      fails on any report;
-#   5. tests/fuzz/run.sh, when it exists.
+#   5. tests/fuzz/run.sh, when it exists (fuzz_resp and fuzz_lua, a minute each).
 # Keeps going after a failure so the summary shows everything, then exits non-zero if anything
 # failed. Works from a fresh clone, without a terminal or standard input.
 set -euo pipefail

@@ -66,6 +66,10 @@ typedef void (*script_call_fn)(void *ud, int argc, char **argv, const size_t *le
 void script_run(const char *sha, script_call_fn call, void *call_ud, int64_t start_ns,
                 char **keys, const size_t *klens, int nkeys, char **args, const size_t *alens,
                 int nargs, struct rbuf *out);
+/* Whether the reply of this thread's last script_run is an error a command the script ran (or
+ * could not run) returned, and was counted there (INFO errorstats): its caller does not count
+ * it again, as Redis 7.0 does not. */
+int script_reply_counted(void);
 /* Stops this thread's running script at its next instruction, as a kill does (no pcall
  * catches it): its caller runs it again and drops the reply of this run. */
 void script_stop_for_rerun(void);
@@ -99,5 +103,14 @@ uint64_t script_engine_memory(void);
 void script_thread_exit(void);
 /* Frees every thread's engine (process exit, after the threads ended). */
 void script_engine_free_all(void);
+
+#ifdef RLIMITD_FUZZ_SCRIPT_BUDGET
+/* Fuzz builds only (tests/fuzz): the VM instructions each run may spend before it is killed as
+ * SCRIPT KILL kills it (RLIMITD_FUZZ_SCRIPT_BUDGET unless a target changes it), and the
+ * remaining budget at which the running script's hook flushes the script cache once (-1: never;
+ * it is reset to -1 when it fires). */
+extern long long script_fuzz_budget;
+extern long long script_fuzz_flush_at;
+#endif
 
 #endif

@@ -105,7 +105,15 @@ int collect_keys(const struct cmd_def *d, struct session *s, int argc, char **ar
 
 /* ---- running ---- */
 
-static void count_error(struct session *s, const struct rbuf *out, size_t start)
+/* Set by run_error_counted while a command runs: its error reply was counted already. */
+static __thread int tl_error_counted;
+
+void run_error_counted(void)
+{
+    tl_error_counted = 1;
+}
+
+void count_error(struct session *s, const struct rbuf *out, size_t start)
 {
     if (s->stats != NULL && out->len > start && out->p[start] == '-')
         stats_add(&s->stats->errors[stats_err_of(out->p + start)], 1);
@@ -122,6 +130,7 @@ void run_keys(struct cmd_env *env, struct session *s, int idx, int argc, char **
     struct cmd_ctx x = {env, s, argc, argv, lens, keys, nkeys, now, out, all_locked};
     size_t start = out->len;
     uint64_t t0 = ticks != NULL ? *ticks : clock_ticks();
+    tl_error_counted = 0;
     if (keys == NULL)
         x.nkeys = collect_keys(d, s, argc, argv, lens, env->ks, &x.keys);
     /* Atomic (CLIENT LIST on another thread reads it); before running: CLIENT LIST shows
@@ -169,7 +178,8 @@ void run_keys(struct cmd_env *env, struct session *s, int idx, int argc, char **
         stats_add(&cs->usec, (uint64_t)dur_us);
         if (out->len > start && out->p[start] == '-') {
             stats_add(&cs->failed_calls, 1);
-            count_error(s, out, start);
+            if (!tl_error_counted)
+                count_error(s, out, start);
         } else if (d->flags & CMD_WRITE) {
             stats_add(&s->stats->dirty, 1);
         }

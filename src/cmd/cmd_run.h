@@ -29,6 +29,11 @@ void run_keys(struct cmd_env *env, struct session *s, int idx, int argc, char **
 /* Replies the error msg for command idx (-1: unknown) and counts it; inside MULTI the
  * transaction is then aborted at EXEC, as Redis does. */
 void reject(struct session *s, int idx, struct rbuf *out, const char *msg);
+/* Counts the error reply at start of out in INFO errorstats (nothing if it is not one). */
+void count_error(struct session *s, const struct rbuf *out, size_t start);
+/* The command running on this thread answers an error counted already (a script's reply
+ * carrying its redis.call's error): run_keys counts it as a failed call only. */
+void run_error_counted(void);
 /* Frees the thread's scratch (cmd_thread_exit). */
 void cmd_run_thread_exit(void);
 

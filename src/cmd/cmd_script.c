@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "rlimitd/script.h"
+#include "cmd_run.h"
 #include "cmd_shard_lock.h"
 
 #define KEYS_ON_STACK 16
@@ -52,6 +53,8 @@ static int run_held(struct cmd_ctx *x, const char *sha, struct ks_key *keys, int
     script_run(sha, cmd_from_script, &h, h.started, x->argv + 3, x->lens + 3, nk,
                x->argv + 3 + nk, x->lens + 3 + nk, x->argc - 3 - nk, x->out);
     script_hold_release(&h);
+    if (!h.rerun && script_reply_counted())
+        run_error_counted();
     return h.rerun;
 }
 

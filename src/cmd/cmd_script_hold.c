@@ -143,32 +143,34 @@ void cmd_from_script(void *hold, int argc, char **argv, const size_t *lens, stru
     struct cmd_ctx *x = h->x;
     struct session *s = x->s;
     int idx = cmd_lookup(argv[0], lens[0]);
+    size_t start = out->len;
     if (idx < 0) {
         reply_error(out, "ERR Unknown Redis command called from script");
+        count_error(s, out, start);
         return;
     }
     const struct cmd_def *d = &cmd_defs[idx];
-    if (!arity_ok(d, argc)) {
-        reply_error(out, "ERR Wrong number of args calling Redis command from script");
-        return;
-    }
-    if (d->flags & CMD_NOSCRIPT) {
-        reply_error(out, "ERR This Redis command is not allowed from script");
-        return;
-    }
-    if ((d->flags & CMD_WRITE) && h->read_only) {
-        reply_error(out, "ERR Write commands are not allowed from read-only scripts.");
-        return;
-    }
-    if (h->oom_refuse && !h->wrote &&
-        (d->flags & (CMD_DENYOOM | CMD_OOM_NEW_KEY_ONLY)) == CMD_DENYOOM) {
+    const char *refused = NULL;
+    if (!arity_ok(d, argc))
+        refused = "ERR Wrong number of args calling Redis command from script";
+    else if (d->flags & CMD_NOSCRIPT)
+        refused = "ERR This Redis command is not allowed from script";
+    else if ((d->flags & CMD_WRITE) && h->read_only)
+        refused = "ERR Write commands are not allowed from read-only scripts.";
+    else if (h->oom_refuse && !h->wrote &&
+             (d->flags & (CMD_DENYOOM | CMD_OOM_NEW_KEY_ONLY)) == CMD_DENYOOM)
         /* Redis refuses it only before the script's first write: it cannot stop half-way. */
-        reply_error(out, "OOM command not allowed when used memory > 'maxmemory'.");
-        return;
-    }
-    if (d->flags & CMD_ALLSHARDS) {
-        reply_error(out, "ERR This command visits every shard and is not allowed from scripts "
-                         "in rlimitd");
+        refused = "OOM command not allowed when used memory > 'maxmemory'.";
+    else if (d->flags & CMD_ALLSHARDS)
+        refused = "ERR This command visits every shard and is not allowed from scripts in rlimitd";
+    if (refused != NULL) {
+        /* As Redis 7.0 counts a command its script could not run: its error now (INFO
+         * errorstats, once: the script's reply carrying it is not counted again), and a
+         * rejected call of the command (INFO commandstats). */
+        reply_error(out, refused);
+        count_error(s, out, start);
+        if (s->stats != NULL)
+            stats_add(&s->stats->cmd[idx].rejected_calls, 1);
         return;
     }
     struct ks_key *keys;

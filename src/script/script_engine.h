@@ -62,6 +62,7 @@ struct engine {
     struct fn_slot fns[FN_SLOTS]; /* by the sha's first hex digit; a subset of fns_ref's */
     const char *sha;            /* the running script, for error texts */
     int handled;                /* the error handler formatted the error on the stack */
+    int err_counted;            /* the run's reply is an error a redis.call already counted */
     script_call_fn call;        /* how the running script's redis.call runs a command */
     void *call_ud;              /* call's argument: the script's hold on the keyspace */
     struct rbuf reply;          /* redis.call's reply */

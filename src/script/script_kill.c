@@ -389,20 +389,29 @@ void install_kill_signal(void)
 }
 
 #ifdef RLIMITD_FUZZ_SCRIPT_BUDGET
-/* Fuzz builds only (tests/fuzz/meson.build defines the budget): the fuzz target is one thread
- * and cannot send SCRIPT KILL, so every run may spend about RLIMITD_FUZZ_SCRIPT_BUDGET VM
- * instructions, charged FUZZ_STEP per count event and FUZZ_CALL_COST per call (a coroutine
- * starts with a fresh count: each one costs at least its first call). A spent budget kills the
- * run as SCRIPT KILL does, so the fuzzer drives the kill path too. The daemon's build installs
- * no hook here: scripts run unhooked until a kill. */
+/* Fuzz builds only (tests/fuzz/meson.build defines the budget): the fuzz targets are one thread
+ * and cannot send SCRIPT KILL, so every run may spend about script_fuzz_budget VM instructions,
+ * charged FUZZ_STEP per count event and FUZZ_CALL_COST per call (a coroutine starts with a
+ * fresh count: each one costs at least its first call). A spent budget kills the run as SCRIPT
+ * KILL does, so the fuzzer drives the kill path too, at any instruction or call (a sort
+ * comparator, a gsub callback, a metamethod). Once the run's remaining budget falls to
+ * script_fuzz_flush_at, the hook flushes the script cache, as a SCRIPT FLUSH from another
+ * connection does at that instant. The daemon's build installs no hook here: scripts run
+ * unhooked until a kill. */
 #define FUZZ_STEP 100
 #define FUZZ_CALL_COST 20
+long long script_fuzz_budget = RLIMITD_FUZZ_SCRIPT_BUDGET;
+long long script_fuzz_flush_at = -1;
 static __thread long long fuzz_budget;
 
 static void fuzz_budget_hook(lua_State *L, lua_Debug *ar)
 {
     struct engine *e = engine_of(L);
     fuzz_budget -= ar->event == LUA_HOOKCOUNT ? FUZZ_STEP : FUZZ_CALL_COST;
+    if (script_fuzz_flush_at >= 0 && fuzz_budget <= script_fuzz_flush_at) {
+        script_fuzz_flush_at = -1;
+        script_cache_flush();
+    }
     if (fuzz_budget >= 0 && !killed(e))
         return;
     atomic_store(&e->kill_start, e->cur_start);
@@ -413,7 +422,7 @@ static void fuzz_budget_hook(lua_State *L, lua_Debug *ar)
 /* Gives the run about to start its budget (script_run). */
 void fuzz_budget_start(lua_State *L)
 {
-    fuzz_budget = RLIMITD_FUZZ_SCRIPT_BUDGET;
+    fuzz_budget = script_fuzz_budget;
     lua_sethook(L, fuzz_budget_hook, LUA_MASKCOUNT | LUA_MASKCALL, FUZZ_STEP);
 }
 #endif

@@ -56,6 +56,26 @@ void push_error(lua_State *L, const char *s, size_t n)
     lua_rawset(L, -3);
 }
 
+/* Marks the error table on top as one whose error was counted where it happened (a command a
+ * script ran, or could not run): Redis 7.0's ignore_error_stats_update field, which scripts see
+ * too. A script's reply carrying such a table does not count the error again (INFO errorstats,
+ * total_error_replies); one built by the script (redis.error_reply, {err = ...}) does. */
+static void mark_counted(lua_State *L)
+{
+    lua_pushliteral(L, "ignore_error_stats_update");
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+}
+
+/* Whether the table at t is so marked (read as Redis reads it, through a metatable too). */
+static int counted(lua_State *L, int t)
+{
+    lua_getfield(L, t, "ignore_error_stats_update");
+    int yes = lua_type(L, -1) == LUA_TBOOLEAN && lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return yes;
+}
+
 /* Raises (call) or returns (pcall) an error table. */
 static int fail(lua_State *L, int raise, const char *msg)
 {
@@ -317,6 +337,8 @@ static int keyed_reply(lua_State *L, int t, struct rbuf *out, int depth)
         const char *s = lua_tolstring(L, -1, &n);
         error_string_reply(out, s, n);
         lua_pop(L, 1);
+        if (depth == 0 && counted(L, t))
+            tl_engine->err_counted = 1;
         return 1;
     }
     lua_pop(L, 1);
@@ -491,6 +513,7 @@ static int redis_call(lua_State *L, int raise)
     if (p[0] == '-') {
         const char *crlf = memchr(p, '\r', e->reply.len);
         push_error(L, p, crlf ? (size_t)(crlf - p) : e->reply.len);
+        mark_counted(L); /* the dispatcher counted it (script_call_fn) */
         return raise ? lua_error(L) : 1;
     }
     resp_to_lua(L, &p, end, 0);
@@ -646,6 +669,7 @@ int err_handler(lua_State *L)
         if (lua_type(L, -1) == LUA_TSTRING) {
             msg = lua_tolstring(L, -1, &n);
             prefix = 0;
+            e->err_counted = counted(L, 1);
         } else {
             lua_pop(L, 1);
         }

@@ -276,6 +276,7 @@ void script_run(const char *sha, script_call_fn call, void *call_ud, int64_t sta
     e->call = call;
     e->call_ud = call_ud;
     e->handled = 0;
+    e->err_counted = 0;
     atomic_store(&e->wrote, 0);
 #ifdef RLIMITD_FUZZ_SCRIPT_BUDGET
     fuzz_budget_start(L);
@@ -320,4 +321,9 @@ void script_run(const char *sha, script_call_fn call, void *call_ud, int64_t sta
         e->small_pause = 1;
     }
     mem_publish(e);
+}
+
+int script_reply_counted(void)
+{
+    return tl_engine != NULL && tl_engine->err_counted;
 }

@@ -6,10 +6,14 @@
 #include <lua.h>
 #include <stddef.h>
 
-/* The longest source handed to Lua's parser. Lua 5.1's lexer counts lines and the '=' of a long
- * bracket in ints: a source of 2^31 lines or brackets of 2^30 '=' made it read out of bounds
- * (CVE-2025-46819). EVAL bodies are far shorter (proto-max-bulk-len is at most 512 MB) and
- * load/loadstring sources are strings of a state (256 MB at most); the check keeps it so. */
+/* The longest source handed to Lua's parser. Lua 5.1's lexer holds a long bracket's level (its
+ * count of '=') in an int and cuts the brackets off a long string with 2 * (2 + level): at a
+ * level of 2^30 - 2 that overflows and the string is copied from before its buffer
+ * (CVE-2025-46819; Redis counts in size_t since). The lexer copies every '=' it reads into its
+ * token buffer, which grows by doubling in the state's memory (lua_alloc), so a level past
+ * 2^27 already fails with "not enough memory" under the 256 MB limit: the overflow is out of
+ * reach. This bound keeps it so whatever the state's limit: EVAL bodies are far shorter
+ * (proto-max-bulk-len is at most 512 MB) and load/loadstring sources are strings of a state. */
 #define SCRIPT_SOURCE_MAX ((size_t)1 << 30)
 
 /* Opens the libraries Redis gives scripts and builds the sandbox over them: the globals proxy

@@ -785,7 +785,18 @@ CASES.update({
         ev("return [=["), ev("return [==[ x ]=]"), ev("return [[ x"), ev("return [=x"),
         ev("--[==[ x"), ev("return loadstring('return [=[')"),
         ev("return loadstring('[' .. string.rep('=', 100000) .. '[')"),
-        ev("return select(2, loadstring('x = [=== a ]=]'))"), ev("return 1")],
+        ev("return select(2, loadstring('x = [=== a ]=]'))"),
+        # deep levels, well formed and not: the lexer's arithmetic on the level, both sides of
+        # the closing bracket's match, and the level as the start of the next token
+        ev("local q = string.rep('=', 100000) "
+           "return #loadstring('return [' .. q .. '[x]' .. q .. ']')()"),
+        ev("local q = string.rep('=', 100000) "
+           "return select(2, loadstring('return [' .. q .. '[x]' .. q .. '=]'))"),
+        ev("local q = string.rep('=', 100000) "
+           "return select(2, loadstring('return [' .. q .. '[x]' .. q:sub(2) .. ']'))"),
+        ev("return select(2, loadstring('--[' .. string.rep('=', 100000) .. 'x\\n+'))"),
+        ev("return select(2, loadstring('return [==[a]==] .. [=[' .. string.rep('\\n', 1000)))"),
+        ev("return 1")],
     "CVE-2025-49844 chunk names while parsing": [
         ev("return select(2, loadstring('return 1 +', string.rep('n', 1000)))"),
         ev("collectgarbage('step', 1000) return select(2, loadstring(string.rep('a = 1 ', 1000) .. ' +'))"),
@@ -808,6 +819,35 @@ CASES.update({
         ev("local t = {} for i = 1, 7997 do t[i] = 'x' end return redis.call('hset', 'big:h', unpack(t))"),
         ["LLEN", "big:l7999"], ["LRANGE", "big:l7999", "0", "2"]],
 })
+
+# INFO errorstats after each script: the error of a command a script ran or could not run is
+# counted once, where it happened, whether the script raises it, returns it or swallows it; the
+# tables redis.call and redis.pcall make of it say so (ignore_error_stats_update).
+ERRSTATS = ["INFO", "errorstats"]
+RESET = ["CONFIG", "RESETSTAT"]
+CASES["error stats of script calls"] = [["SET", "es:s", "abc"]] + [
+    c for body, keys, ro in (
+        ("return redis.call('incr', KEYS[1])", ["es:s"], 0),
+        ("local t = redis.pcall('incr', KEYS[1]) return 1", ["es:s"], 0),
+        ("return redis.pcall('incr', KEYS[1])", ["es:s"], 0),
+        ("return redis.call('set', KEYS[1], 'y')", ["es:x"], 1),
+        ("local t = redis.pcall('set', KEYS[1], 'y') return 1", ["es:x"], 1),
+        ("return {err = 'ERR y'}", [], 0),
+        ("return redis.pcall('nosuch')", [], 0),
+        ("local t = redis.pcall('nosuch') return 1", [], 0),
+        ("local t = redis.pcall('get', 'a', 'b') return 1", [], 0),
+        ("local t = redis.pcall('multi') return 1", [], 0),
+        ("error('boom')", [], 0),
+        ("local t = redis.pcall('nosuch') t.ignore_error_stats_update = nil return t", [], 0),
+        ("local t = redis.pcall('get', 'a', 'b') local k = {} "
+         "for x in pairs(t) do k[#k + 1] = x end table.sort(k) return k", [], 0))
+    for c in ([RESET, (ev_ro if ro else ev)(body, keys), ERRSTATS])] + [
+    ["CONFIG", "SET", "maxmemory", "1"]] + [
+    c for body in ("return redis.call('set', KEYS[1], 'y')",
+                   "local t = redis.pcall('set', KEYS[1], 'y') return t['err']",
+                   "return redis.pcall('set', KEYS[1], 'y')")
+    for c in ([RESET, ev(body, ["es:x"]), ERRSTATS])] + [
+    ["CONFIG", "SET", "maxmemory", "0"]]
 
 CASES["redis_rate"] = (
     [redis_rate("rr:1", 3, 1, 3600, 1) for _ in range(5)] +

@@ -257,6 +257,20 @@ def t_commandstats(srv):
     for name, n in (("incr", 2), ("get", 1), ("eval", 1)):
         check(after.get(name, 0) - before.get(name, 0) == n,
               "%s counted %d times: %r -> %r" % (name, n, before.get(name), after.get(name)))
+    # A command its script could not run (arity, read-only script, not allowed from scripts)
+    # counts as a rejected call of that command, as in Redis 7.0.
+    def rejected(name):
+        for line in c.value("INFO", "commandstats").decode().split("\r\n"):
+            if line.startswith("cmdstat_%s:" % name):
+                return int(line.split("rejected_calls=")[1].split(",")[0])
+        return 0
+    was = (rejected("get"), rejected("set"), rejected("multi"))
+    c.value("EVAL", "return redis.pcall('get', KEYS[1], 'extra')", "1", "cs:1")
+    c.value("EVAL_RO", "return redis.pcall('set', KEYS[1], 'v')", "1", "cs:1")
+    c.value("EVAL", "return redis.pcall('multi')", "0")
+    now = (rejected("get"), rejected("set"), rejected("multi"))
+    check(tuple(b - a for a, b in zip(was, now)) == (1, 1, 1),
+          "rejected calls of get, set, multi: %r -> %r" % (was, now))
 
 
 def t_redis_log(srv):
