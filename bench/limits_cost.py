@@ -53,33 +53,45 @@ def cpu_s(pid):
 # lease.empty each pair creates and deletes its pool key (a key whose last lease goes is
 # deleted), leaving its shard empty.
 POOLS = 100
+LEASE_LIMIT = "100000"  # LEASE.ACQUIRE's largest limit: no acquire is refused
+
+
+def expect(replies, first, what):
+    """Every reply starts with first (b"*", b"$", b":1"): a workload that got errors would
+    measure the error path, not the command."""
+    for r in replies:
+        if not r.startswith(first):
+            sys.exit("%s answered %r" % (what, r))
+    return replies
 
 
 def workload(c, name, batch, round_no):
     """The commands of one batch (and, for lease, the releases built from the replies)."""
     tag = "%s:%d" % (name, round_no)
     if name == "lease":
-        c.run([["LEASE.ACQUIRE", "%s:%d" % (tag, i), "1000000", "600000"] for i in range(POOLS)])
+        expect(c.run([["LEASE.ACQUIRE", "%s:%d" % (tag, i), LEASE_LIMIT, "600000"]
+                      for i in range(POOLS)]), b"$", "LEASE.ACQUIRE")
     if name == "cl.throttle":
-        c.run([["CL.THROTTLE", "%s:%d" % (tag, i), "1000000", "1000000", "60"]
-               for i in range(batch)])
+        expect(c.run([["CL.THROTTLE", "%s:%d" % (tag, i), "1000000", "1000000", "60"]
+                      for i in range(batch)]), b"*5\r\n:0\r\n", "CL.THROTTLE")
         return batch
     if name == "throttle.all":
-        c.run([["THROTTLE.ALL", "3", "%s:a%d" % (tag, i), "%s:b%d" % (tag, i), "%s:c%d" % (tag, i),
-                "LIMIT", "1000000", "1000000", "60", "1", "LIMIT", "1000000", "1000000", "3600",
-                "1", "LIMIT", "1000000", "1000000", "86400", "1"] for i in range(batch)])
+        expect(c.run([["THROTTLE.ALL", "3", "%s:a%d" % (tag, i), "%s:b%d" % (tag, i),
+                       "%s:c%d" % (tag, i), "LIMIT", "1000000", "1000000", "60", "1", "LIMIT",
+                       "1000000", "1000000", "3600", "1", "LIMIT", "1000000", "1000000", "86400",
+                       "1"] for i in range(batch)]), b"*", "THROTTLE.ALL")
         return batch
     if name == "lease.empty":
         for _ in range(max(1, batch // POOLS)):
-            ids = c.run([["LEASE.ACQUIRE", "%s:%d" % (tag, i), "1000000", "60000"]
-                         for i in range(POOLS)])
-            c.run([["LEASE.RELEASE", "%s:%d" % (tag, i), r.split(b"\r\n")[1]]
-                   for i, r in enumerate(ids)])
+            ids = expect(c.run([["LEASE.ACQUIRE", "%s:%d" % (tag, i), LEASE_LIMIT, "60000"]
+                                for i in range(POOLS)]), b"$", "LEASE.ACQUIRE")
+            expect(c.run([["LEASE.RELEASE", "%s:%d" % (tag, i), r.split(b"\r\n")[1]]
+                          for i, r in enumerate(ids)]), b":1\r\n", "LEASE.RELEASE")
         return 2 * POOLS * max(1, batch // POOLS)
-    ids = c.run([["LEASE.ACQUIRE", "%s:%d" % (tag, i % POOLS), "1000000", "60000"]
-                 for i in range(batch)])
-    c.run([["LEASE.RELEASE", "%s:%d" % (tag, i % POOLS), r.split(b"\r\n")[1]]
-           for i, r in enumerate(ids)])
+    ids = expect(c.run([["LEASE.ACQUIRE", "%s:%d" % (tag, i % POOLS), LEASE_LIMIT, "60000"]
+                        for i in range(batch)]), b"$", "LEASE.ACQUIRE")
+    expect(c.run([["LEASE.RELEASE", "%s:%d" % (tag, i % POOLS), r.split(b"\r\n")[1]]
+                  for i, r in enumerate(ids)]), b":1\r\n", "LEASE.RELEASE")
     return 2 * batch
 
 
