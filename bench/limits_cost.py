@@ -13,6 +13,11 @@ every command finds its key, as a limiter's traffic mostly does):
   lease         LEASE.ACQUIRE on 100 pool keys (B in all), then LEASE.RELEASE of each id it
                 answered (2B commands a batch: the figure is per command); each pool key
                 also holds one lease taken before the batch is measured.
+  lease.empty   pools that empty on every pair: LEASE.ACQUIRE on 100 pool keys that hold no
+                other lease, then LEASE.RELEASE of each (so each release deletes its key, and
+                with 100 keys over the daemon's 256 shards most pool keys are the only key of
+                their shard, which each release leaves empty), B/100 times a batch (2B
+                commands, pipelined 100 deep; the figure is per command).
 Every limit admits everything (burst and slots far above the calls), so each command does its
 whole work. Reports the server's CPU time (utime + stime of every thread, /proc/PID/stat) per
 command, the median over rounds, and the ratio to CL.THROTTLE's. The issue's targets:
@@ -43,31 +48,50 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-# Worker pools: the leases go to 100 keys, each also holding one lease taken before the
-# measured part (a pool with steady holders), so a release never deletes its key. A key whose
-# last lease goes is deleted, and a shard left empty unmaps its slab: a pool that empties and
-# refills on every pair measures that instead (see bench/README.md).
+# Worker pools: for lease the leases go to 100 keys, each also holding one lease taken before
+# the measured part (a pool with steady holders), so a release never deletes its key; for
+# lease.empty each pair creates and deletes its pool key (a key whose last lease goes is
+# deleted), leaving its shard empty.
 POOLS = 100
+LEASE_LIMIT = "100000"  # LEASE.ACQUIRE's largest limit: no acquire is refused
+
+
+def expect(replies, first, what):
+    """Every reply starts with first (b"*", b"$", b":1"): a workload that got errors would
+    measure the error path, not the command."""
+    for r in replies:
+        if not r.startswith(first):
+            sys.exit("%s answered %r" % (what, r))
+    return replies
 
 
 def workload(c, name, batch, round_no):
     """The commands of one batch (and, for lease, the releases built from the replies)."""
     tag = "%s:%d" % (name, round_no)
     if name == "lease":
-        c.run([["LEASE.ACQUIRE", "%s:%d" % (tag, i), "1000000", "600000"] for i in range(POOLS)])
+        expect(c.run([["LEASE.ACQUIRE", "%s:%d" % (tag, i), LEASE_LIMIT, "600000"]
+                      for i in range(POOLS)]), b"$", "LEASE.ACQUIRE")
     if name == "cl.throttle":
-        c.run([["CL.THROTTLE", "%s:%d" % (tag, i), "1000000", "1000000", "60"]
-               for i in range(batch)])
+        expect(c.run([["CL.THROTTLE", "%s:%d" % (tag, i), "1000000", "1000000", "60"]
+                      for i in range(batch)]), b"*5\r\n:0\r\n", "CL.THROTTLE")
         return batch
     if name == "throttle.all":
-        c.run([["THROTTLE.ALL", "3", "%s:a%d" % (tag, i), "%s:b%d" % (tag, i), "%s:c%d" % (tag, i),
-                "LIMIT", "1000000", "1000000", "60", "1", "LIMIT", "1000000", "1000000", "3600",
-                "1", "LIMIT", "1000000", "1000000", "86400", "1"] for i in range(batch)])
+        expect(c.run([["THROTTLE.ALL", "3", "%s:a%d" % (tag, i), "%s:b%d" % (tag, i),
+                       "%s:c%d" % (tag, i), "LIMIT", "1000000", "1000000", "60", "1", "LIMIT",
+                       "1000000", "1000000", "3600", "1", "LIMIT", "1000000", "1000000", "86400",
+                       "1"] for i in range(batch)]), b"*", "THROTTLE.ALL")
         return batch
-    ids = c.run([["LEASE.ACQUIRE", "%s:%d" % (tag, i % POOLS), "1000000", "60000"]
-                 for i in range(batch)])
-    c.run([["LEASE.RELEASE", "%s:%d" % (tag, i % POOLS), r.split(b"\r\n")[1]]
-           for i, r in enumerate(ids)])
+    if name == "lease.empty":
+        for _ in range(max(1, batch // POOLS)):
+            ids = expect(c.run([["LEASE.ACQUIRE", "%s:%d" % (tag, i), LEASE_LIMIT, "60000"]
+                                for i in range(POOLS)]), b"$", "LEASE.ACQUIRE")
+            expect(c.run([["LEASE.RELEASE", "%s:%d" % (tag, i), r.split(b"\r\n")[1]]
+                          for i, r in enumerate(ids)]), b":1\r\n", "LEASE.RELEASE")
+        return 2 * POOLS * max(1, batch // POOLS)
+    ids = expect(c.run([["LEASE.ACQUIRE", "%s:%d" % (tag, i % POOLS), LEASE_LIMIT, "60000"]
+                        for i in range(batch)]), b"$", "LEASE.ACQUIRE")
+    expect(c.run([["LEASE.RELEASE", "%s:%d" % (tag, i % POOLS), r.split(b"\r\n")[1]]
+                  for i, r in enumerate(ids)]), b":1\r\n", "LEASE.RELEASE")
     return 2 * batch
 
 
@@ -99,7 +123,7 @@ def main():
         first = c.run([["LEASE.ACQUIRE", "probe", "10", "1000"]])[0]
         if not first.startswith(b"$"):
             sys.exit("LEASE.ACQUIRE answered %r" % first)
-        names = ["cl.throttle", "throttle.all", "lease"]
+        names = ["cl.throttle", "throttle.all", "lease", "lease.empty"]
         per = {n: [] for n in names}
         for r in range(rounds):
             for n in names:

@@ -25,8 +25,14 @@ read back to check every one waits.
 The same three modes then run against Debian's redis-server with rlimit.so (--module, default
 build/rlimit.so; "" to skip): the polling clients there are what redis-cell's users run today.
 
+Then release lateness: the N waiters again on one fresh key of --release-rate a second
+(default 1000), all sent at once; one epoll loop reads the replies as the daemon releases them,
+and lateness is each reply's gap to the previous less the emission interval (p50, p99, max),
+with the load average at the end (the client's own scheduling is in the figure).
+
 Usage: bench/wait_pacing.py [--bin build/rlimitd] [--rate 200] [--workers 20] [--seconds 5]
-                            [--waiters 10000] [--module build/rlimit.so]
+                            [--waiters 10000] [--release-rate 1000] [--modes wait,poll-retry,poll-ei]
+                            [--module build/rlimit.so]
 Needs redis-py (Debian's python3-redis). Prints Markdown tables."""
 import argparse
 import os
@@ -152,6 +158,44 @@ def waiter_memory(pid, port, n):
     return idle, waiting, blocked, after
 
 
+def waiter_lateness(port, n, rate):
+    """n connections each send CL.THROTTLE ... WAIT on one key of rate/s (burst 0) at once, so
+    the daemon releases them one per emission interval; one epoll loop reads the replies.
+    Lateness of each release: its reply's arrival less the previous one's, less the interval
+    (0 when shorter). Also how many replies came in the order the requests were sent (FIFO)."""
+    import selectors
+    key = "late"
+    socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
+    sel = selectors.DefaultSelector()
+    req = f"CL.THROTTLE {key} 0 {rate} 1 1 WAIT 600000\r\n".encode()
+    for i, s in enumerate(socks):
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ, i)
+    for s in socks:
+        s.sendall(req)
+    got, order, bad = [], [], 0
+    deadline = time.monotonic() + n / rate * 3 + 30
+    while len(got) < n and time.monotonic() < deadline:
+        for k, _ in sel.select(timeout=1):
+            data = k.fileobj.recv(256)
+            t = time.monotonic()
+            if not data.startswith(b"*5\r\n:0\r\n"):
+                bad += 1
+            sel.unregister(k.fileobj)
+            got.append(t)
+            order.append(k.data)
+    for s in socks:
+        s.close()
+    got.sort()
+    ei = 1.0 / rate
+    late = [max(0.0, (b - a) - ei) * 1000 for a, b in zip(got, got[1:])]
+    in_order = sum(1 for a, b in zip(order, order[1:]) if a < b)
+    span = got[-1] - got[0] if len(got) > 1 else 0
+    return {"released": len(got), "bad": bad, "rate": (len(got) - 1) / span / rate if span else 0,
+            "p50": pct(late, 50), "p99": pct(late, 99), "max": max(late) if late else 0,
+            "in_order": in_order, "load": os.getloadavg()}
+
+
 def main():
     ap = argparse.ArgumentParser()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -161,6 +205,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--waiters", type=int, default=10000)
     ap.add_argument("--module", default=os.path.join(root, "build", "rlimit.so"))
+    ap.add_argument("--release-rate", type=int, default=1000)
+    ap.add_argument("--modes", default="wait,poll-retry,poll-ei")
     a = ap.parse_args()
     port = free_port()
     tmp = tempfile.mkdtemp()
@@ -176,9 +222,10 @@ def main():
                 break
             except redis.ConnectionError:
                 time.sleep(0.05)
-        rows = [run_mode(d.pid, port, m, a.rate, a.workers, a.seconds)
-                for m in ("wait", "poll-retry", "poll-ei")]
+        modes = [m for m in a.modes.split(",") if m]
+        rows = [run_mode(d.pid, port, m, a.rate, a.workers, a.seconds) for m in modes]
         mem = waiter_memory(d.pid, port, a.waiters) if a.waiters > 0 else None
+        rel = waiter_lateness(port, a.waiters, a.release_rate) if a.waiters > 0 else None
     finally:
         d.terminate()
         d.wait()
@@ -196,8 +243,7 @@ def main():
                     break
                 except redis.ConnectionError:
                     time.sleep(0.05)
-            mrows = [run_mode(rs.pid, mport, m, a.rate, a.workers, a.seconds)
-                     for m in ("wait", "poll-retry", "poll-ei")]
+            mrows = [run_mode(rs.pid, mport, m, a.rate, a.workers, a.seconds) for m in modes]
         finally:
             rs.terminate()
             rs.wait()
@@ -215,6 +261,13 @@ def main():
               f"{waiting} KiB with all waiting (blocked_clients {blocked}), "
               f"{(waiting - idle) * 1024 / max(blocked, 1):.0f} bytes per waiter; "
               f"blocked_clients {after} after they closed")
+    if rel is not None:
+        print(f"\n{a.waiters} waiters on one key released at {a.release_rate}/s: "
+              f"{rel['released']} released ({rel['bad']} not admitted), rate / limit "
+              f"{rel['rate']:.3f}, lateness p50 {rel['p50']:.3f} ms, p99 {rel['p99']:.3f} ms, "
+              f"max {rel['max']:.2f} ms; {rel['in_order']} of {rel['released'] - 1} consecutive "
+              f"releases in send order; load average "
+              f"{' '.join('%.2f' % x for x in rel['load'])}")
 
 
 if __name__ == "__main__":

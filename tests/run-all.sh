@@ -9,8 +9,8 @@
 #   4. build-tsan: ThreadSanitizer: tsan_limiter_top (LIMITER TOP's sketches written by two
 #      threads while read, resized and reset), then the daemon driven by build-ci's config_race
 #      test (CONFIG SET of every live directive while traffic flows on two I/O threads),
-#      concurrency test, script_race test and pubsub test (delivery across two I/O threads);
-#      fails on any report;
+#      concurrency test, script_race test, pubsub test (delivery across two I/O threads) and
+#      wait test (WAIT's waiters, timers and wake-ups across the I/O threads); fails on any report;
 #   5. tests/fuzz/run.sh, when it exists (fuzz_resp and fuzz_lua, a minute each).
 # Keeps going after a failure so the summary shows everything, then exits non-zero if anything
 # failed. Works from a fresh clone, without a terminal or standard input.
@@ -94,8 +94,9 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 # ThreadSanitizer. Only the daemon is built with it: Criterion's test runner cannot start under
 # TSan (its shared arena mapping fails), and the daemon is what runs the threads. build-ci's
 # it_config_race, it_concurrency (50 clients on 2 threads, issue 31) and it_script_race
-# (EVAL/EVALSHA/SCRIPT FLUSH/SCRIPT KILL from many connections, issue 27) and it_pubsub (delivery
-# and subscriptions across two I/O threads, issue 30) drive it; TSan writes
+# (EVAL/EVALSHA/SCRIPT FLUSH/SCRIPT KILL from many connections, issue 27), it_pubsub (delivery
+# and subscriptions across two I/O threads, issue 30) and it_wait (WAIT's waiters woken across
+# the I/O threads, issue 31) drive it; TSan writes
 # its reports to files (log_path), so they are found even when halt_on_error stops the daemon
 # before the test prints its log.
 tsan_result="skipped (no build-ci/tests/integration/it_config_race)"
@@ -106,30 +107,23 @@ if [[ -x build-ci/tests/integration/it_config_race ]]; then
         </dev/null && meson compile -C build-tsan rlimitd tests/unit/tsan_limiter_top </dev/null; then
         rm -rf "$tsan_reports"
         mkdir -p "$tsan_reports"
-        if TSAN_OPTIONS="halt_on_error=1:log_path=$tsan_reports/report" \
+        tsan_result=passed
+        if ! TSAN_OPTIONS="halt_on_error=1:log_path=$tsan_reports/report" \
             timeout 300 build-tsan/tests/unit/tsan_limiter_top </dev/null 2>&1 |
-            tee build-tsan/tsan.log &&
-            TSAN_OPTIONS="halt_on_error=1:log_path=$tsan_reports/report" \
-            RLIMITD_BIN=$root/build-tsan/rlimitd RLIMITD_SOURCE_ROOT=$root \
-            timeout 600 build-ci/tests/integration/it_config_race --jobs=1 </dev/null 2>&1 |
-            tee -a build-tsan/tsan.log &&
-            TSAN_OPTIONS="halt_on_error=1:log_path=$tsan_reports/report" \
-            RLIMITD_BIN=$root/build-tsan/rlimitd RLIMITD_SOURCE_ROOT=$root \
-            timeout 600 build-ci/tests/integration/it_concurrency --jobs=1 </dev/null 2>&1 |
-            tee -a build-tsan/tsan.log &&
-            TSAN_OPTIONS="halt_on_error=1:log_path=$tsan_reports/report" \
-            RLIMITD_BIN=$root/build-tsan/rlimitd RLIMITD_SOURCE_ROOT=$root \
-            timeout 600 build-ci/tests/integration/it_script_race --jobs=1 </dev/null 2>&1 |
-            tee -a build-tsan/tsan.log &&
-            TSAN_OPTIONS="halt_on_error=1:log_path=$tsan_reports/report" \
-            RLIMITD_BIN=$root/build-tsan/rlimitd RLIMITD_SOURCE_ROOT=$root \
-            timeout 600 build-ci/tests/integration/it_pubsub --jobs=1 </dev/null 2>&1 |
-            tee -a build-tsan/tsan.log; then
-            tsan_result=passed
-        else
+            tee build-tsan/tsan.log; then
             tsan_result=FAILED
-            failures+=("build-tsan: it_config_race, it_concurrency, it_script_race or it_pubsub failed (build-tsan/tsan.log)")
+            failures+=("build-tsan: tsan_limiter_top failed (build-tsan/tsan.log)")
         fi
+        for it in it_config_race it_concurrency it_script_race it_pubsub it_wait; do
+            [[ $tsan_result == passed ]] || break
+            if ! TSAN_OPTIONS="halt_on_error=1:log_path=$tsan_reports/report" \
+                RLIMITD_BIN=$root/build-tsan/rlimitd RLIMITD_SOURCE_ROOT=$root \
+                timeout 600 build-ci/tests/integration/$it --jobs=1 </dev/null 2>&1 |
+                tee -a build-tsan/tsan.log; then
+                tsan_result=FAILED
+                failures+=("build-tsan: $it failed against the TSan daemon (build-tsan/tsan.log)")
+            fi
+        done
         reports=$(cat "$tsan_reports"/report* build-tsan/tsan.log 2>/dev/null |
             grep -c 'WARNING: ThreadSanitizer' || true)
         if ((reports > 0)); then

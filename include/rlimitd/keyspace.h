@@ -376,8 +376,12 @@ uint64_t ks_scan_shard(struct keyspace *ks, unsigned shard, uint64_t cursor, siz
                        int64_t now, ks_visit_fn cb, void *ud);
 
 /* Active expiry: examines up to max_buckets buckets of the shard from where the last call
- * stopped, frees expired entries, and shrinks the table if it became sparse.
- * Returns the number of entries freed. */
+ * stopped, frees expired entries, and shrinks the table if it became sparse. A shard that has
+ * had no key through KS_IDLE_SWEEPS calls in a row, with nothing allocated between, also gives
+ * its entry slabs back here (deleting a shard's last key does not: that key may come right back,
+ * and unmapping on every such delete cost a lease pool that empties on every ACQUIRE/RELEASE
+ * pair 8 times a CL.THROTTLE). Returns the number of entries freed. */
+#define KS_IDLE_SWEEPS 10
 size_t ks_expire_cycle(struct keyspace *ks, unsigned shard, int64_t now, size_t max_buckets);
 
 /* ---- snapshots (the snapshot layer encodes; the keyspace only hands out and takes back) ---- */

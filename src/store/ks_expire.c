@@ -98,6 +98,7 @@ size_t ks_expire_cycle(struct keyspace *ks, unsigned shard, int64_t now, size_t 
     struct shard *sh = &ks->shards[shard];
     size_t freed = 0;
     meta_sync(ks, sh); /* a policy change that found this shard busy (ks_set_eviction) */
+    release_idle_slabs(ks, sh);
     if (atomic_load_explicit(&sh->expires, memory_order_relaxed) == 0) {
         maybe_shrink(ks, sh);
         return 0;

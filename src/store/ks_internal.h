@@ -102,6 +102,10 @@ struct shard {
     uint32_t *refs;
     uint64_t mask;          /* slots - 1 */
     uint64_t expire_cursor; /* where the active expiry sweep resumes */
+    /* Active-expiry sweeps in a row that found the shard empty but holding slabs, with no entry
+     * allocated since (slab_alloc resets it): release_idle_slabs unmaps them at
+     * KS_IDLE_SWEEPS. */
+    uint32_t idle_sweeps;
     struct slabs sl;
     /* Sliced dump (ks_dump_begin): entries whose F_EPOCH bit differs from epoch are still to be
      * dumped; dump_left counts them. Outside a dump every entry's bit equals epoch. */
@@ -326,6 +330,11 @@ static inline int64_t find(const struct keyspace *ks, struct shard *sh, const st
 
 void rehash(const struct keyspace *ks, struct shard *sh, uint64_t nslots, int compact);
 void maybe_shrink(const struct keyspace *ks, struct shard *sh);
+/* Memory release of an emptied shard, off the delete path: a shard with no key keeps its slabs
+ * (and their index arrays) until KS_IDLE_SWEEPS active-expiry sweeps in a row have found it so
+ * with no allocation between (1 s at the cron's 100 ms), then unmaps them. Called by
+ * ks_expire_cycle under the shard lock; returns 1 when it released them. */
+int release_idle_slabs(const struct keyspace *ks, struct shard *sh);
 uint32_t entry_new(struct shard *sh, enum ks_type type, uint8_t flags, const char *key, size_t klen,
                    uint8_t **out);
 uint64_t insert(const struct keyspace *ks, struct shard *sh, const struct ks_key *k,

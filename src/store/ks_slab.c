@@ -13,7 +13,9 @@
  * lowers it at once, which is what lets eviction get under maxmemory; the freed slots wait on the
  * free lists for the next keys (RSS minus used memory shows them, as fragmentation). When a table
  * shrinks, the live entries are also copied into fresh slabs and the old slabs are unmapped
- * (ks_table.c rehash), so memory goes back after mass expiry, not only after FLUSHALL. */
+ * (ks_table.c rehash), so memory goes back after mass expiry, not only after FLUSHALL. A shard
+ * left with no key keeps its slabs until the active-expiry sweep has found it empty for a while
+ * (ks_table.c release_idle_slabs), so a key created and deleted in a loop maps nothing anew. */
 #include "ks_internal.h"
 
 #include <malloc.h>
@@ -82,6 +84,7 @@ uint32_t new_index(struct shard *sh, struct slabs *s)
 uint32_t slab_alloc(struct shard *sh, struct slabs *s, size_t size)
 {
     uint32_t ref;
+    sh->idle_sweeps = 0; /* the shard is in use: its slabs stay (release_idle_slabs) */
     if (size > MAX_SMALL) {
         uint32_t i = new_index(sh, s);
         s->blk[i] = shard_alloc(sh, size);

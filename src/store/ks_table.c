@@ -202,15 +202,14 @@ void rehash(const struct keyspace *ks, struct shard *sh, uint64_t nslots, int co
         slabs_release(sh, &old);
 }
 
+/* An emptied shard keeps its slabs here: a key that is created and deleted again and again (a
+ * lease pool whose last holder leaves on every pair) would otherwise pay an munmap and its TLB
+ * shootdown on every delete. release_idle_slabs, on the active-expiry sweep, gives them back
+ * once the shard has stayed empty. */
 void maybe_shrink(const struct keyspace *ks, struct shard *sh)
 {
     uint64_t n = sh->mask + 1;
     uint64_t count = atomic_load_explicit(&sh->count, memory_order_relaxed);
-    if (count == 0 && sh->sl.nblk > 0) {
-        /* An empty shard keeps no slabs (its free lists are all that is left in them). */
-        slabs_release(sh, &sh->sl);
-        slabs_init(&sh->sl);
-    }
     if (n > MIN_SLOTS && count < n / 8) {
         uint64_t target = n;
         while (target > MIN_SLOTS && count < target / 4)
@@ -218,6 +217,22 @@ void maybe_shrink(const struct keyspace *ks, struct shard *sh)
         rehash(ks, sh, target, 1);
         sh->expire_cursor = 0;
     }
+}
+
+int release_idle_slabs(const struct keyspace *ks, struct shard *sh)
+{
+    if (atomic_load_explicit(&sh->count, memory_order_relaxed) != 0 || sh->sl.nblk == 0 ||
+        sh->sl.slab_bytes != 0 || sh->nbulk != 0 || ks->bulk) {
+        sh->idle_sweeps = 0;
+        return 0;
+    }
+    if (++sh->idle_sweeps < KS_IDLE_SWEEPS)
+        return 0;
+    /* Nothing lives in the slabs: their free lists are all that is left in them. */
+    slabs_release(sh, &sh->sl);
+    slabs_init(&sh->sl);
+    sh->idle_sweeps = 0;
+    return 1;
 }
 
 /* A new slab entry for a key of this type and shape: flags, key length and key written; the

@@ -46,6 +46,15 @@ static struct ks_key keyn(char *buf, size_t cap, int i)
     return k;
 }
 
+/* KS_IDLE_SWEEPS rounds of active expiry over every shard: an emptied shard's slabs go back
+ * on the last one (ks_expire_cycle). */
+static void sweep_idle(int64_t now)
+{
+    for (int r = 0; r < KS_IDLE_SWEEPS; r++)
+        for (unsigned s = 0; s < ks_nshards(ks); s++)
+            ks_expire_cycle(ks, s, now, 64);
+}
+
 Test(keyspace, set_get_del)
 {
     struct ks_key k = key("a");
@@ -666,7 +675,9 @@ Test(keyspace, random_ops_match_model)
     }
     cr_assert_eq(ks_key_count(ks), 0);
     cr_assert_eq(ks_expires_count(ks), 0);
-    /* Deleting everything shrinks every table back and compacts the slabs away. */
+    /* Deleting everything shrinks every table back and compacts the slabs away (an emptied
+     * shard's last slab at the sweep). */
+    sweep_idle(now);
     cr_assert_eq(ks_used_memory(ks), base);
 }
 
@@ -972,6 +983,7 @@ Test(keyspace, sorted_set_memory_is_accounted_and_returned)
     cr_assert_gt(ks_used_memory(ks), one + 5000 * 16);
     cr_assert_eq(ks_get(ks, &k, now, NULL), KS_ZSET);
     cr_assert_eq(ks_del(ks, &k, now), 1);
+    sweep_idle(now);
     cr_assert_eq(ks_used_memory(ks), base);
     /* A window log converted by a Z write, then emptied: deleted, memory back. */
     struct ks_key w;
@@ -991,6 +1003,7 @@ Test(keyspace, sorted_set_memory_is_accounted_and_returned)
     zs_del_range(&ref.z, 0, 3);
     ks_zset_close(ks, &w, &ref);
     cr_assert_eq(ks_get(ks, &w, now, NULL), KS_NONE);
+    sweep_idle(now);
     cr_assert_eq(ks_used_memory(ks), base);
     /* Strings and GCRA state are the wrong type. */
     struct ks_key s;
@@ -1197,7 +1210,50 @@ Test(keyspace, hashes_in_entries_and_on_heap_match_model)
         hm_check(&keys[j], &m[j], now);
     for (int j = 0; j < HM_KEYS; j++)
         ks_del(ks, &keys[j], now);
+    sweep_idle(now);
     cr_assert_eq(ks_used_memory(ks), base, "every byte given back");
     cr_assert(inline_seen > 1000 && heap_seen > 1000, "%d in entries, %d on the heap", inline_seen,
               heap_seen);
+}
+
+/* Deleting a shard's last key keeps the shard's slabs (and their index arrays, which used memory
+ * counts): a key created and deleted in a loop maps nothing anew. The active-expiry sweep gives
+ * them back once KS_IDLE_SWEEPS sweeps in a row found the shard empty with nothing allocated
+ * between; a shard holding a key keeps them whatever the sweeps. */
+Test(keyspace, emptied_shard_releases_slabs_at_the_sweep_not_on_delete)
+{
+    uint64_t base = ks_used_memory(ks);
+    struct ks_key k = key("pool:{jobs}");
+    cr_assert_eq(ks_set(ks, &k, T0, "1", 1, 0, 0), 1);
+    cr_assert_eq(ks_del(ks, &k, T0), 1);
+    uint64_t parked = ks_used_memory(ks);
+    cr_assert_gt(parked, base, "the emptied shard still holds its slab");
+    for (int i = 0; i < 1000; i++) {
+        cr_assert_eq(ks_set(ks, &k, T0, "1", 1, 0, 0), 1);
+        cr_assert_eq(ks_del(ks, &k, T0), 1);
+        cr_assert_eq(ks_used_memory(ks), parked, "round %d mapped or freed something", i);
+    }
+    /* One sweep short of the rule, then an allocation: the count starts again. */
+    for (int r = 0; r < KS_IDLE_SWEEPS - 1; r++)
+        for (unsigned s = 0; s < ks_nshards(ks); s++)
+            ks_expire_cycle(ks, s, T0, 64);
+    cr_assert_eq(ks_used_memory(ks), parked);
+    cr_assert_eq(ks_set(ks, &k, T0, "1", 1, 0, 0), 1);
+    cr_assert_eq(ks_del(ks, &k, T0), 1);
+    for (int r = 0; r < KS_IDLE_SWEEPS - 1; r++)
+        for (unsigned s = 0; s < ks_nshards(ks); s++)
+            ks_expire_cycle(ks, s, T0, 64);
+    cr_assert_eq(ks_used_memory(ks), parked, "an allocation restarts the count");
+    for (unsigned s = 0; s < ks_nshards(ks); s++)
+        ks_expire_cycle(ks, s, T0, 64);
+    cr_assert_eq(ks_used_memory(ks), base, "released on the sweep that completed the count");
+    /* A shard that holds a key keeps its slab through any number of sweeps. */
+    cr_assert_eq(ks_set(ks, &k, T0, "1", 1, 0, 0), 1);
+    uint64_t one = ks_used_memory(ks);
+    sweep_idle(T0);
+    sweep_idle(T0);
+    cr_assert_eq(ks_used_memory(ks), one);
+    struct ks_value v;
+    cr_assert_eq(ks_get(ks, &k, T0, &v), KS_INT);
+    cr_assert_eq(v.i, 1);
 }
