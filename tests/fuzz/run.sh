@@ -17,34 +17,23 @@ fi
 ninja -C "$dir" tests/fuzz/fuzz_resp tests/fuzz/fuzz_lua >/dev/null
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-bin="$dir/tests/fuzz/fuzz_resp"
-corpus=tests/fuzz/corpus
-echo "fuzz: replaying $(find "$corpus" -type f | wc -l) corpus files"
-"$bin" -runs=0 "$corpus" 2>"$dir/fuzz-replay.log" || { cat "$dir/fuzz-replay.log"; exit 1; }
-scratch="$dir/corpus-new"
-mkdir -p "$scratch"
-echo "fuzz: fuzzing for ${seconds}s"
-if ! "$bin" -max_total_time="$seconds" -timeout=30 -dict=tests/fuzz/resp.dict -print_final_stats=1 \
-        "$scratch" "$corpus" >"$dir/fuzz.log" 2>&1; then
-    tail -60 "$dir/fuzz.log"
-    echo "fuzz: FAILED (crash input saved in the working directory)"
-    exit 1
-fi
-execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/fuzz.log" | grep -o '[0-9]*$')
-echo "fuzz: ${execs:-?} executions in ${seconds}s, no crash"
+# fuzz NAME CORPUS DICT SECONDS LOG: replay the corpus, then fuzz; exits the script on a failure.
+fuzz() {
+    local name=$1 corpus=$2 dict=$3 secs=$4 log=$5
+    local bin="$dir/tests/fuzz/$name" scratch="$dir/corpus-new-$name" execs
+    echo "$name: replaying $(find "$corpus" -type f | wc -l) corpus files"
+    "$bin" -runs=0 "$corpus" 2>"$dir/$log-replay.log" || { cat "$dir/$log-replay.log"; exit 1; }
+    mkdir -p "$scratch"
+    echo "$name: fuzzing for ${secs}s"
+    if ! "$bin" -max_total_time="$secs" -timeout=30 -dict="$dict" -print_final_stats=1 \
+            "$scratch" "$corpus" >"$dir/$log.log" 2>&1; then
+        tail -60 "$dir/$log.log"
+        echo "$name: FAILED (crash input saved in the working directory)"
+        exit 1
+    fi
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/$log.log" | grep -o '[0-9]*$')
+    echo "$name: ${execs:-?} executions in ${secs}s, no crash"
+}
 
-bin="$dir/tests/fuzz/fuzz_lua"
-corpus=tests/fuzz/corpus_lua
-echo "fuzz_lua: replaying $(find "$corpus" -type f | wc -l) corpus files"
-"$bin" -runs=0 "$corpus" 2>"$dir/fuzz-lua-replay.log" || { cat "$dir/fuzz-lua-replay.log"; exit 1; }
-scratch="$dir/corpus-lua-new"
-mkdir -p "$scratch"
-echo "fuzz_lua: fuzzing for ${lua_seconds}s"
-if ! "$bin" -max_total_time="$lua_seconds" -timeout=30 -dict=tests/fuzz/lua.dict -print_final_stats=1 \
-        "$scratch" "$corpus" >"$dir/fuzz-lua.log" 2>&1; then
-    tail -60 "$dir/fuzz-lua.log"
-    echo "fuzz_lua: FAILED (crash input saved in the working directory)"
-    exit 1
-fi
-execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/fuzz-lua.log" | grep -o '[0-9]*$')
-echo "fuzz_lua: ${execs:-?} executions in ${lua_seconds}s, no crash"
+fuzz fuzz_resp tests/fuzz/corpus tests/fuzz/resp.dict "$seconds" fuzz
+fuzz fuzz_lua tests/fuzz/corpus_lua tests/fuzz/lua.dict "$lua_seconds" fuzz-lua
