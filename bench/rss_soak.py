@@ -13,8 +13,6 @@ RSS-after-flush as a ratio of maxmemory. Needs redis-py (tests/deps.sh installs 
 import argparse
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -22,34 +20,9 @@ import time
 
 import redis
 
+from server_proc import free_port, rss_mb, start
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def rss_mb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
-
-
-def start(argv, port):
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if redis.Redis(port=port).ping():
-                return proc
-        except redis.exceptions.ConnectionError:
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("%s did not start" % argv[0])
 
 
 def filler(port, kind, cycle):
