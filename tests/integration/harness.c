@@ -616,6 +616,20 @@ void it_await_blocked(redisContext *c, long long n)
     cr_assert_fail("blocked_clients stayed %lld, want %lld", got, n);
 }
 
+double it_metric_sample(const char *text, const char *series)
+{
+    size_t n = strlen(series);
+    for (const char *p = text; p != NULL && *p != '\0';) {
+        if (strncmp(p, series, n) == 0 && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+        p = strchr(p, '\n');
+        if (p != NULL)
+            p++;
+    }
+    cr_assert_fail("no sample %s in:\n%s", series, text);
+    return -1;
+}
+
 void it_five(redisReply *r, long long v[5])
 {
     cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 5, "want 5 integers");

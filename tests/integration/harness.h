@@ -113,6 +113,9 @@ long long it_int(redisReply *r);
 long long it_info_int(redisContext *c, const char *section, const char *field);
 /* Waits (up to 60 s, whatever the machine) until INFO clients says n blocked_clients; asserts. */
 void it_await_blocked(redisContext *c, long long n);
+/* The value of the Prometheus sample `series` (name with labels, exactly as exposed) in the
+ * /metrics body text; asserts it is there. */
+double it_metric_sample(const char *text, const char *series);
 /* The reply's five integers (asserted an array of 5: a limiter's reply), freeing it. */
 void it_five(redisReply *r, long long v[5]);
 
@@ -168,8 +171,8 @@ struct it_limit {
 };
 void it_limit_init(struct it_limit *l);
 /* Sends `CL.THROTTLE key max_burst count period quantity` and checks the reply against the model
- * with the time measured around the call; while the key's calls so far took under a second (COMMANDS.md
- * 2's "quick succession"), also against want exactly. */
+ * with the time measured around the call; while the key's calls so far took under a second
+ * (COMMANDS.md 2's "quick succession"), also against want exactly. */
 void it_throttle(redisContext *c, struct it_limit *l, const char *key, int max_burst, int count,
                  int period, int quantity, const long long want[5], const char *file, int line);
 #define IT_THROTTLE(c, l, key, mb, count, period, q, ...)                                          \

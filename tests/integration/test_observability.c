@@ -48,21 +48,6 @@ static char *scrape(int port)
     return copy;
 }
 
-/* The value of the sample `series` (name with labels, exactly as exposed); asserts present. */
-static double metric(const char *text, const char *series)
-{
-    size_t n = strlen(series);
-    for (const char *p = text; p != NULL && *p != '\0';) {
-        if (strncmp(p, series, n) == 0 && p[n] == ' ')
-            return strtod(p + n + 1, NULL);
-        p = strchr(p, '\n');
-        if (p != NULL)
-            p++;
-    }
-    cr_assert_fail("no sample %s in:\n%s", series, text);
-    return -1;
-}
-
 /* Runs promtool check metrics on text; asserts it passes. */
 static void promtool_accepts(const struct it_daemon *d, const char *text)
 {
@@ -96,16 +81,24 @@ static void expect_limiter(redisContext *c, long long ta, long long tl, long lon
 static void expect_metrics(const char *m, double ta, double tl, double ia, double id, double near,
                            double keys)
 {
-    cr_expect_eq(metric(m, "rlimitd_requests_total{command=\"cl.throttle\",result=\"allowed\"}"),
-                 ta);
-    cr_expect_eq(metric(m, "rlimitd_requests_total{command=\"cl.throttle\",result=\"limited\"}"),
-                 tl);
-    cr_expect_eq(metric(m, "rlimitd_requests_total{command=\"gcra\",result=\"allowed\"}"), 0);
-    cr_expect_eq(metric(m, "rlimitd_requests_total{command=\"gcra\",result=\"limited\"}"), 0);
-    cr_expect_eq(metric(m, "rlimitd_requests_total{command=\"isallowed\",result=\"allowed\"}"), ia);
-    cr_expect_eq(metric(m, "rlimitd_requests_total{command=\"isallowed\",result=\"limited\"}"), id);
-    cr_expect_eq(metric(m, "rlimitd_near_limit_total"), near);
-    cr_expect_eq(metric(m, "rlimitd_limiter_keys"), keys);
+    cr_expect_eq(
+        it_metric_sample(m, "rlimitd_requests_total{command=\"cl.throttle\",result=\"allowed\"}"),
+        ta);
+    cr_expect_eq(
+        it_metric_sample(m, "rlimitd_requests_total{command=\"cl.throttle\",result=\"limited\"}"),
+        tl);
+    cr_expect_eq(it_metric_sample(m, "rlimitd_requests_total{command=\"gcra\",result=\"allowed\"}"),
+                 0);
+    cr_expect_eq(it_metric_sample(m, "rlimitd_requests_total{command=\"gcra\",result=\"limited\"}"),
+                 0);
+    cr_expect_eq(
+        it_metric_sample(m, "rlimitd_requests_total{command=\"isallowed\",result=\"allowed\"}"),
+        ia);
+    cr_expect_eq(
+        it_metric_sample(m, "rlimitd_requests_total{command=\"isallowed\",result=\"limited\"}"),
+        id);
+    cr_expect_eq(it_metric_sample(m, "rlimitd_near_limit_total"), near);
+    cr_expect_eq(it_metric_sample(m, "rlimitd_limiter_keys"), keys);
 }
 
 /* ---- a scripted mix from several clients ---- */
@@ -174,17 +167,17 @@ Test(observability, counters_exact_across_clients_info_metrics_resetstat)
     expect_limiter(c, 104, 16, 40, 8, 16, 16);
     char *m = scrape(mport);
     expect_metrics(m, 104, 16, 40, 8, 16, 16);
-    cr_expect_eq(metric(m, "rlimitd_keys"), 16);
-    cr_expect_eq(metric(m, "rlimitd_commands_total{command=\"cl.throttle\"}"), 4 * 31);
-    cr_expect_eq(metric(m, "rlimitd_commands_total{command=\"isallowed\"}"), 4 * 13);
-    cr_expect_geq(metric(m, "rlimitd_connected_clients"), 1);
-    cr_expect_gt(metric(m, "rlimitd_used_memory_bytes"), 0);
-    cr_expect_gt(metric(m, "rlimitd_snapshot_last_success_timestamp_seconds"), 1.6e9);
+    cr_expect_eq(it_metric_sample(m, "rlimitd_keys"), 16);
+    cr_expect_eq(it_metric_sample(m, "rlimitd_commands_total{command=\"cl.throttle\"}"), 4 * 31);
+    cr_expect_eq(it_metric_sample(m, "rlimitd_commands_total{command=\"isallowed\"}"), 4 * 13);
+    cr_expect_geq(it_metric_sample(m, "rlimitd_connected_clients"), 1);
+    cr_expect_gt(it_metric_sample(m, "rlimitd_used_memory_bytes"), 0);
+    cr_expect_gt(it_metric_sample(m, "rlimitd_snapshot_last_success_timestamp_seconds"), 1.6e9);
     /* Below limiter-top-size everything is exact: t:N 3, hist:{uN}:act 2, m:N 1. */
-    cr_expect_eq(metric(m, "rlimitd_limited_top{key=\"t:0\"}"), 3);
-    cr_expect_eq(metric(m, "rlimitd_limited_top{key=\"hist:{u3}:act\"}"), 2);
-    cr_expect_eq(metric(m, "rlimitd_limited_top{key=\"m:0\"}"), 1);
-    cr_expect_eq(metric(m, "rlimitd_limited_top{key=\"m:1\"}"), 1);
+    cr_expect_eq(it_metric_sample(m, "rlimitd_limited_top{key=\"t:0\"}"), 3);
+    cr_expect_eq(it_metric_sample(m, "rlimitd_limited_top{key=\"hist:{u3}:act\"}"), 2);
+    cr_expect_eq(it_metric_sample(m, "rlimitd_limited_top{key=\"m:0\"}"), 1);
+    cr_expect_eq(it_metric_sample(m, "rlimitd_limited_top{key=\"m:1\"}"), 1);
     cr_expect(strstr(m, "key=\"m:2\"") == NULL, "only the top 10 are exposed");
     promtool_accepts(d, m);
     free(m);
@@ -225,7 +218,7 @@ Test(observability, counters_exact_across_clients_info_metrics_resetstat)
     freeReplyObject(r);
     m = scrape(mport);
     expect_metrics(m, 0, 0, 0, 0, 0, 16);
-    cr_expect_eq(metric(m, "rlimitd_commands_total{command=\"cl.throttle\"}"), 0);
+    cr_expect_eq(it_metric_sample(m, "rlimitd_commands_total{command=\"cl.throttle\"}"), 0);
     free(m);
     IT_ERR(it_cmd(c, "CONFIG RESETSTAT now"),
            "ERR wrong number of arguments for 'config|resetstat' command");
@@ -443,8 +436,9 @@ Test(observability, metrics_http_paths_and_hostile_clients)
     freeReplyObject(r);
     long long t0 = it_now_ms();
     char *m = scrape(mport);
-    cr_expect_eq(metric(m, "rlimitd_requests_total{command=\"cl.throttle\",result=\"allowed\"}"),
-                 1);
+    cr_expect_eq(
+        it_metric_sample(m, "rlimitd_requests_total{command=\"cl.throttle\",result=\"allowed\"}"),
+        1);
     free(m);
     cr_log_info("scrape with 8 stalled HTTP clients took %lld ms", it_now_ms() - t0);
     for (int i = 0; i < 8; i++)

@@ -90,8 +90,8 @@ Test(pubsub, every_message_in_publisher_order_across_threads)
             int id, seq;
             cr_assert_eq(sscanf(m->element[2]->str, "%d:%d", &id, &seq), 2);
             cr_assert(id >= 0 && id < PUBLISHERS);
-            cr_assert_eq(seq, next[id], "subscriber %d got %d:%d, expected %d:%d", s, id, seq,
-                         id, next[id]);
+            cr_assert_eq(seq, next[id], "subscriber %d got %d:%d, expected %d:%d", s, id, seq, id,
+                         next[id]);
             next[id]++;
             freeReplyObject(m);
         }
@@ -126,8 +126,8 @@ static int lazy_subscriber(int port)
 
 Test(pubsub, slow_subscriber_is_closed_by_the_pubsub_limit_publisher_goes_on)
 {
-    struct it_daemon *d = it_start(IT_ARGS("--threads", "2", "--client-output-buffer-limit",
-                                           "pubsub 256kb 128kb 60"));
+    struct it_daemon *d = it_start(
+        IT_ARGS("--threads", "2", "--client-output-buffer-limit", "pubsub 256kb 128kb 60"));
     int lazy = lazy_subscriber(d->port);
     redisContext *fast = it_connect(d->port);
     freeReplyObject(it_cmd(fast, "SUBSCRIBE slow"));
@@ -211,21 +211,6 @@ static char *scrape(int port)
     return copy;
 }
 
-/* The value of a sample (name with labels, exactly as exposed); asserts it is there. */
-static double sample(const char *text, const char *series)
-{
-    size_t n = strlen(series);
-    for (const char *p = text; p != NULL && *p != '\0';) {
-        if (strncmp(p, series, n) == 0 && p[n] == ' ')
-            return strtod(p + n + 1, NULL);
-        p = strchr(p, '\n');
-        if (p != NULL)
-            p++;
-    }
-    cr_assert_fail("no sample %s in:\n%s", series, text);
-    return -1;
-}
-
 /* What operators see: INFO's counts of distinct names, CLIENT LIST's sub/psub/ssub and flag P,
  * and /metrics' subscribers, channels and message counters, over connections on both threads. */
 Test(pubsub, info_client_list_and_metrics)
@@ -248,8 +233,8 @@ Test(pubsub, info_client_list_and_metrics)
     freeReplyObject(r);
     freeReplyObject(it_cmd(b, "PSUBSCRIBE p*"));
 
-    cr_assert_eq(it_info_int(c, "stats", "pubsub_channels"), 3);        /* x y z */
-    cr_assert_eq(it_info_int(c, "stats", "pubsub_patterns"), 1);        /* p* twice */
+    cr_assert_eq(it_info_int(c, "stats", "pubsub_channels"), 3); /* x y z */
+    cr_assert_eq(it_info_int(c, "stats", "pubsub_patterns"), 1); /* p* twice */
     cr_assert_eq(it_info_int(c, "stats", "pubsubshard_channels"), 1);
     r = it_cmd(c, "CLIENT LIST");
     cr_assert_eq(r->type, REDIS_REPLY_STRING);
@@ -275,12 +260,12 @@ Test(pubsub, info_client_list_and_metrics)
         freeReplyObject(r);
     }
     char *m = scrape(mport);
-    cr_assert_eq(sample(m, "rlimitd_pubsub_subscribers"), 2);
-    cr_assert_eq(sample(m, "rlimitd_pubsub_channels{kind=\"channel\"}"), 3);
-    cr_assert_eq(sample(m, "rlimitd_pubsub_channels{kind=\"pattern\"}"), 1);
-    cr_assert_eq(sample(m, "rlimitd_pubsub_channels{kind=\"shard\"}"), 1);
-    cr_assert_eq(sample(m, "rlimitd_pubsub_published_total"), 3);
-    cr_assert_eq(sample(m, "rlimitd_pubsub_delivered_total"), 5);
+    cr_assert_eq(it_metric_sample(m, "rlimitd_pubsub_subscribers"), 2);
+    cr_assert_eq(it_metric_sample(m, "rlimitd_pubsub_channels{kind=\"channel\"}"), 3);
+    cr_assert_eq(it_metric_sample(m, "rlimitd_pubsub_channels{kind=\"pattern\"}"), 1);
+    cr_assert_eq(it_metric_sample(m, "rlimitd_pubsub_channels{kind=\"shard\"}"), 1);
+    cr_assert_eq(it_metric_sample(m, "rlimitd_pubsub_published_total"), 3);
+    cr_assert_eq(it_metric_sample(m, "rlimitd_pubsub_delivered_total"), 5);
     free(m);
 
     /* RESET leaves the subscribed state and every subscription. */
