@@ -25,9 +25,11 @@ def rss_mb(pid):
     return 0.0
 
 
-def start(argv, port):
-    """Starts argv and waits (up to 60 s) until it answers PING on port."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def start(argv, port, log=None):
+    """Starts argv (its output to the open file log, else discarded) and waits (up to 60 s)
+    until it answers PING on port."""
+    out = log if log is not None else subprocess.DEVNULL
+    proc = subprocess.Popen(argv, stdout=out, stderr=out)
     deadline = time.time() + 60
     while time.time() < deadline:
         try:

@@ -37,7 +37,6 @@ Needs redis-py (Debian's python3-redis). Prints Markdown tables."""
 import argparse
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -45,16 +44,9 @@ import time
 
 sys.path.append("/usr/lib/python3/dist-packages")
 import redis  # noqa: E402
+from server_proc import free_port, start  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def cpu_ticks(pid):
@@ -211,17 +203,9 @@ def main():
     port = free_port()
     tmp = tempfile.mkdtemp()
     log = open(os.path.join(tmp, "rlimitd.log"), "w")
-    d = subprocess.Popen([a.bin, "--port", str(port), "--bind", "127.0.0.1", "--threads", "2",
-                          "--maxclients", str(a.waiters + 100),
-                          "--save", "", "--dir", tmp], stdout=log, stderr=log)
+    d = start([a.bin, "--port", str(port), "--bind", "127.0.0.1", "--threads", "2",
+               "--maxclients", str(a.waiters + 100), "--save", "", "--dir", tmp], port, log)
     try:
-        r = redis.Redis(port=port)
-        for _ in range(200):
-            try:
-                r.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
         modes = [m for m in a.modes.split(",") if m]
         rows = [run_mode(d.pid, port, m, a.rate, a.workers, a.seconds) for m in modes]
         mem = waiter_memory(d.pid, port, a.waiters) if a.waiters > 0 else None
@@ -232,17 +216,10 @@ def main():
     mrows = []
     if a.module:
         mport = free_port()
-        rs = subprocess.Popen(["redis-server", "--port", str(mport), "--bind", "127.0.0.1",
-                               "--save", "", "--appendonly", "no", "--dir", tmp,
-                               "--loadmodule", a.module], stdout=log, stderr=log)
+        rs = start(["redis-server", "--port", str(mport), "--bind", "127.0.0.1", "--save", "",
+                    "--appendonly", "no", "--dir", tmp, "--loadmodule", os.path.abspath(a.module)],
+                   mport, log)
         try:
-            r = redis.Redis(port=mport)
-            for _ in range(200):
-                try:
-                    r.ping()
-                    break
-                except redis.ConnectionError:
-                    time.sleep(0.05)
             mrows = [run_mode(rs.pid, mport, m, a.rate, a.workers, a.seconds) for m in modes]
         finally:
             rs.terminate()
