@@ -630,6 +630,20 @@ double it_metric_sample(const char *text, const char *series)
     return -1;
 }
 
+void it_queue_waiters(redisContext *c, int port, const char *req, int n, int fd[], long long id[])
+{
+    for (int i = 0; i < n; i++) {
+        fd[i] = it_raw_connect(port);
+        it_raw_send(fd[i], "CLIENT ID\r\n", 11);
+        redisReply *o;
+        cr_assert_eq(it_raw_read_replies(fd[i], 1, &o), 1);
+        id[i] = o->integer;
+        freeReplyObject(o);
+        it_raw_send(fd[i], req, strlen(req));
+        it_await_blocked(c, i + 1);
+    }
+}
+
 void it_five(redisReply *r, long long v[5])
 {
     cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 5, "want 5 integers");

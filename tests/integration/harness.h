@@ -116,6 +116,10 @@ void it_await_blocked(redisContext *c, long long n);
 /* The value of the Prometheus sample `series` (name with labels, exactly as exposed) in the
  * /metrics body text; asserts it is there. */
 double it_metric_sample(const char *text, const char *series);
+/* Opens n raw connections to port, one after another; each asks CLIENT ID (into id[i]), then
+ * sends req (a complete RESP command that blocks), and the next is opened only once INFO on c
+ * counts it blocked, so the n wait in that order. */
+void it_queue_waiters(redisContext *c, int port, const char *req, int n, int fd[], long long id[]);
 /* The reply's five integers (asserted an array of 5: a limiter's reply), freeing it. */
 void it_five(redisReply *r, long long v[5]);
 

@@ -68,8 +68,8 @@ Test(wait, throttle_timeout_answers_limited)
         it_five(it_cmd(c, cmds[i]), v);
         int64_t after = lm_now_ns();
         char why[512];
-        cr_assert(lm_gcra_check(&m, 0, 1, 60, 1, before, after, v, why, sizeof why) == 0,
-                  "%s: %s", cmds[i], why);
+        cr_assert(lm_gcra_check(&m, 0, 1, 60, 1, before, after, v, why, sizeof why) == 0, "%s: %s",
+                  cmds[i], why);
         cr_assert_eq(v[0], i, "%s", cmds[i]);
         if (i == 1)
             cr_assert_geq(after - before, 150 * MS, "limited before its timeout");
@@ -236,8 +236,7 @@ Test(wait, multi_and_scripts_never_block)
                "return redis.call('CL.THROTTLE', KEYS[1], 0, 1, 3600, 1, 'WAIT', 0)");
     cr_assert(r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 1);
     freeReplyObject(r);
-    r = it_cmd(c, "EVAL %s 1 M",
-               "return redis.call('LEASE.ACQUIRE', KEYS[1], 1, 1000, 'WAIT', 0)");
+    r = it_cmd(c, "EVAL %s 1 M", "return redis.call('LEASE.ACQUIRE', KEYS[1], 1, 1000, 'WAIT', 0)");
     cr_assert_eq(r->type, REDIS_REPLY_NIL);
     freeReplyObject(r);
     cr_assert_eq(it_info_int(c, "clients", "blocked_clients"), 0);
@@ -296,17 +295,7 @@ Test(wait, fifo_order_and_forgotten_waiters)
     enum { N = 12 };
     int fd[N];
     long long id[N];
-    for (int i = 0; i < N; i++) {
-        fd[i] = it_raw_connect(d->port);
-        it_raw_send(fd[i], "CLIENT ID\r\n", 11);
-        redisReply *o;
-        cr_assert_eq(it_raw_read_replies(fd[i], 1, &o), 1);
-        id[i] = o->integer;
-        freeReplyObject(o);
-        const char req[] = "LEASE.ACQUIRE F 1 3600000 WAIT 0\r\n";
-        it_raw_send(fd[i], req, sizeof req - 1);
-        it_await_blocked(c, i + 1);
-    }
+    it_queue_waiters(c, d->port, "LEASE.ACQUIRE F 1 3600000 WAIT 0\r\n", N, fd, id);
     close(fd[3]);
     close(fd[7]);
     IT_INT(it_cmd(c, "CLIENT KILL ID %lld", id[5]), 1);
@@ -352,8 +341,8 @@ Test(wait, hostile_timeouts)
         IT_ERR(it_cmdargv(c, 8, cl), bad[i][1]);
         const char *g[] = {"GCRA", "g", "0", "1", "1", "WAIT", bad[i][0]};
         IT_ERR(it_cmdargv(c, 7, g), bad[i][1]);
-        const char *all[] = {"THROTTLE.ALL", "1", "t", "LIMIT", "0", "1", "1", "1", "WAIT",
-                             bad[i][0]};
+        const char *all[] = {"THROTTLE.ALL", "1",      "t", "LIMIT", "0", "1", "1", "1",
+                             "WAIT",         bad[i][0]};
         IT_ERR(it_cmdargv(c, 10, all), bad[i][1]);
         const char *l[] = {"LEASE.ACQUIRE", "L", "1", "1000", "WAIT", bad[i][0]};
         IT_ERR(it_cmdargv(c, 6, l), bad[i][1]);

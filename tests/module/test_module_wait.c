@@ -91,8 +91,9 @@ Test(module_wait, multi_and_scripts_never_block)
     cr_assert_eq(r->element[0]->element[0]->integer, 1);
     cr_assert_eq(r->element[2]->type, REDIS_REPLY_NIL);
     freeReplyObject(r);
-    r = it_cmd(c, "EVAL %s 1 k", "return redis.call('CL.THROTTLE', KEYS[1], 0, 1, 3600, 1, "
-                                 "'WAIT', 0)");
+    r = it_cmd(c, "EVAL %s 1 k",
+               "return redis.call('CL.THROTTLE', KEYS[1], 0, 1, 3600, 1, "
+               "'WAIT', 0)");
     cr_assert(r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 1);
     freeReplyObject(r);
     cr_assert_eq(it_info_int(c, "clients", "blocked_clients"), 0);
@@ -118,17 +119,7 @@ Test(module_wait, lease_fifo_release_expiry_and_replication)
     enum { N = 10 };
     int fd[N];
     long long id[N];
-    for (int i = 0; i < N; i++) {
-        fd[i] = it_raw_connect(p->port);
-        it_raw_send(fd[i], "CLIENT ID\r\n", 11);
-        redisReply *o;
-        cr_assert_eq(it_raw_read_replies(fd[i], 1, &o), 1);
-        id[i] = o->integer;
-        freeReplyObject(o);
-        const char req[] = "LEASE.ACQUIRE F 1 3600000 WAIT 0\r\n";
-        it_raw_send(fd[i], req, sizeof req - 1);
-        it_await_blocked(c, i + 1);
-    }
+    it_queue_waiters(c, p->port, "LEASE.ACQUIRE F 1 3600000 WAIT 0\r\n", N, fd, id);
     close(fd[3]);
     IT_INT(it_cmd(c, "CLIENT KILL ID %lld", id[5]), 1);
     it_await_blocked(c, N - 2);
