@@ -16,14 +16,12 @@ Python: throughput is the client's, CPU per request is the server's and is what 
 """
 import os
 import random
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "diff"))
-from types_diff import Conn, encode, free_port, start  # noqa: E402
+from types_diff import Conn, free_port, start  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 

@@ -24,7 +24,7 @@ fail=0
 declare -A HEADER_LAYER=(
     [util]=base [alloc]=base [buf]=base [clock]=base [log]=base [stats]=base [conf]=base
     [gcra]=limiter [gcra_redis]=limiter [topk]=limiter [swlog]=limiter [isallowed]=limiter
-    [throttle_all]=limiter [wait]=limiter [lease]=limiter
+    [throttle_all]=limiter [wait]=limiter [lease]=limiter [fifo]=limiter
     [keyspace]=store [zset]=store [hashval]=store [listval]=store [hash]=base
     [resp]=proto [reply]=proto
     [script]=script

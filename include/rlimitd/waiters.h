@@ -15,19 +15,19 @@
 
 #include <stdint.h>
 
-struct wait_queue;
+#include "rlimitd/fifo.h"
+
 struct wait_home;
 
 struct waiter {
     /* Under the registry's lock. */
-    struct waiter *prev, *next;   /* in its key's queue, oldest first */
-    struct wait_queue *q;         /* NULL once it has left */
-    struct waiter *poke_next;     /* in its home's inbox, while poked */
+    struct fifo_link link;    /* in its key's queue (in: NULL once it has left) */
+    struct waiter *poke_next; /* in its home's inbox, while poked */
     unsigned char poked;
     /* Its own thread's only. */
     struct wait_home *home;
-    void *owner;         /* the network layer's record of the blocked connection */
-    int64_t timeout_ms;  /* WAIT's argument: 0 waits without a timeout */
+    void *owner;        /* the network layer's record of the blocked connection */
+    int64_t timeout_ms; /* WAIT's argument: 0 waits without a timeout */
     /* Set by the handler's run: 1 if it parked the request (answered nothing). */
     unsigned char parked;
     /* When the limiter admits the request, in ns from the run that parked it: -1 when only

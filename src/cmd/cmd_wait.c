@@ -17,7 +17,7 @@
 
 struct wait_queue {
     struct wait_queue *next; /* in its bucket */
-    struct waiter *head, *tail;
+    struct fifo waiters;
     uint64_t hash;
     size_t len;
     char key[];
@@ -27,12 +27,16 @@ static pthread_mutex_t wait_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct wait_queue *buckets[NBUCKETS];
 static _Atomic int64_t nwaiting;
 
+static struct waiter *head_of(const struct wait_queue *q)
+{
+    return FIFO_ENTRY(q->waiters.head, struct waiter, link);
+}
+
 static struct wait_queue **slot_of(const struct ks_key *key)
 {
     struct wait_queue **p = &buckets[key->hash & (NBUCKETS - 1)];
-    while (*p != NULL &&
-           ((*p)->hash != key->hash || (*p)->len != key->len ||
-            memcmp((*p)->key, key->p, key->len) != 0))
+    while (*p != NULL && ((*p)->hash != key->hash || (*p)->len != key->len ||
+                          memcmp((*p)->key, key->p, key->len) != 0))
         p = &(*p)->next;
     return p;
 }
@@ -98,27 +102,18 @@ void wait_leave(struct waiter *w)
 {
     pthread_mutex_lock(&wait_lock);
     unpoke(w);
-    struct wait_queue *q = w->q;
-    if (q != NULL) {
-        int was_head = q->head == w;
-        if (w->prev != NULL)
-            w->prev->next = w->next;
-        else
-            q->head = w->next;
-        if (w->next != NULL)
-            w->next->prev = w->prev;
-        else
-            q->tail = w->prev;
-        w->prev = w->next = NULL;
-        w->q = NULL;
+    struct fifo *in = w->link.in;
+    int was_head = fifo_unlink(&w->link);
+    if (was_head >= 0) {
+        struct wait_queue *q = FIFO_ENTRY(in, struct wait_queue, waiters);
         nwaiting--;
-        if (q->head == NULL) {
+        if (fifo_is_empty(&q->waiters)) {
             struct ks_key k = {q->key, q->len, q->hash};
             struct wait_queue **p = slot_of(&k);
             *p = q->next;
             free(q);
         } else if (was_head) {
-            poke(q->head);
+            poke(head_of(q));
         }
     }
     pthread_mutex_unlock(&wait_lock);
@@ -127,7 +122,7 @@ void wait_leave(struct waiter *w)
 int wait_is_head(struct waiter *w)
 {
     pthread_mutex_lock(&wait_lock);
-    int head = w->q != NULL && w->q->head == w;
+    int head = fifo_is_head(&w->link);
     pthread_mutex_unlock(&wait_lock);
     return head;
 }
@@ -149,7 +144,7 @@ static struct waiter *join(struct cmd_ctx *x, const struct ks_key *key, int64_t 
     if (*p == NULL) {
         struct wait_queue *q = xmalloc(sizeof(*q) + key->len);
         q->next = NULL;
-        q->head = q->tail = NULL;
+        fifo_init(&q->waiters);
         q->hash = key->hash;
         q->len = key->len;
         memcpy(q->key, key->p, key->len);
@@ -159,13 +154,7 @@ static struct waiter *join(struct cmd_ctx *x, const struct ks_key *key, int64_t 
     struct waiter *w = xcalloc(1, sizeof(*w));
     w->home = x->s->wait_home;
     w->timeout_ms = timeout_ms;
-    w->q = q;
-    w->prev = q->tail;
-    if (q->tail != NULL)
-        q->tail->next = w;
-    else
-        q->head = w;
-    q->tail = w;
+    fifo_push(&q->waiters, &w->link);
     nwaiting++;
     x->s->waiter = w;
     return w;
@@ -196,7 +185,7 @@ int wait_park(struct cmd_ctx *x, const struct ks_key *key, int64_t timeout_ms, i
         w = join(x, key, timeout_ms);
     w->parked = 1;
     /* Only the head is decided (wait_behind): its time is the limiter's. */
-    w->retry_in_ns = w->q->head == w ? wait_ns : -1;
+    w->retry_in_ns = fifo_is_head(&w->link) ? wait_ns : -1;
     pthread_mutex_unlock(&wait_lock);
     return 1;
 }
@@ -206,6 +195,6 @@ void wait_notify(const struct ks_key *key)
     pthread_mutex_lock(&wait_lock);
     struct wait_queue *q = *slot_of(key);
     if (q != NULL)
-        poke(q->head);
+        poke(head_of(q));
     pthread_mutex_unlock(&wait_lock);
 }

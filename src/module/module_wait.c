@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "module_reply.h"
+#include "rlimitd/fifo.h"
 
 #define NBUCKETS 1024u
 #define NS_PER_MS 1000000LL
@@ -24,16 +25,15 @@
 
 struct rl_queue {
     struct rl_queue *next; /* in its bucket */
-    struct rl_waiter *head, *tail;
+    struct fifo waiters;
     uint64_t hash;
     size_t len;
     char key[];
 };
 
 struct rl_waiter {
-    struct rl_waiter *prev, *next;   /* in its queue */
+    struct fifo_link link;           /* in its key's queue (in: NULL once it left) */
     struct rl_waiter *gprev, *gnext; /* every waiter (found by its blocked client) */
-    struct rl_queue *q;              /* NULL once it left */
     RedisModuleBlockedClient *bc;
     RedisModuleTimerID timer, deadline;
     int has_timer, has_deadline;
@@ -52,6 +52,11 @@ static uint64_t hash_key(const char *p, size_t len)
     for (size_t i = 0; i < len; i++)
         h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
     return h;
+}
+
+static struct rl_waiter *head_of(const struct rl_queue *q)
+{
+    return FIFO_ENTRY(q->waiters.head, struct rl_waiter, link);
 }
 
 static struct rl_queue **slot_of(RedisModuleString *key)
@@ -85,28 +90,19 @@ static void set_timer(RedisModuleCtx *ctx, struct rl_waiter *w, int64_t ms)
 static void leave(RedisModuleCtx *ctx, struct rl_waiter *w)
 {
     stop_timer(ctx, w);
-    struct rl_queue *q = w->q;
-    if (q == NULL)
+    struct fifo *in = w->link.in;
+    int was_head = fifo_unlink(&w->link);
+    if (was_head < 0)
         return;
-    int was_head = q->head == w;
-    if (w->prev != NULL)
-        w->prev->next = w->next;
-    else
-        q->head = w->next;
-    if (w->next != NULL)
-        w->next->prev = w->prev;
-    else
-        q->tail = w->prev;
-    w->prev = w->next = NULL;
-    w->q = NULL;
-    if (q->head == NULL) {
+    struct rl_queue *q = FIFO_ENTRY(in, struct rl_queue, waiters);
+    if (fifo_is_empty(&q->waiters)) {
         struct rl_queue **s = &buckets[q->hash & (NBUCKETS - 1)];
         while (*s != q)
             s = &(*s)->next;
         *s = q->next;
         RedisModule_Free(q);
     } else if (was_head) {
-        set_timer(ctx, q->head, 0);
+        set_timer(ctx, head_of(q), 0);
     }
 }
 
@@ -194,7 +190,7 @@ static void on_timer(RedisModuleCtx *ctx, void *data)
 {
     struct rl_waiter *w = data;
     w->has_timer = 0;
-    if (w->done || w->q == NULL || w->q->head != w)
+    if (w->done || !fifo_is_head(&w->link))
         return;
     RedisModuleCtx *tctx = RedisModule_GetThreadSafeContext(w->bc);
     struct rl_run run = {w->core, w, 0, 0};
@@ -212,8 +208,8 @@ int rl_wait_call(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, rl_cor
 
 static int may_block(RedisModuleCtx *ctx, const struct rl_run *run)
 {
-    return !run->no_wait && (run->w != NULL ||
-                             !(RedisModule_GetContextFlags(ctx) & CTX_NO_BLOCKING));
+    return !run->no_wait &&
+           (run->w != NULL || !(RedisModule_GetContextFlags(ctx) & CTX_NO_BLOCKING));
 }
 
 /* Blocks the calling client and queues it at the back of key's queue. */
@@ -226,7 +222,7 @@ static struct rl_waiter *join(RedisModuleCtx *ctx, RedisModuleString **argv, int
         const char *p = RedisModule_StringPtrLen(key, &len);
         struct rl_queue *q = RedisModule_Alloc(sizeof(*q) + len);
         q->next = NULL;
-        q->head = q->tail = NULL;
+        fifo_init(&q->waiters);
         q->hash = hash_key(p, len);
         q->len = len;
         memcpy(q->key, p, len);
@@ -247,13 +243,7 @@ static struct rl_waiter *join(RedisModuleCtx *ctx, RedisModuleString **argv, int
         w->deadline = RedisModule_CreateTimer(ctx, timeout_ms, on_deadline, w);
         w->has_deadline = 1;
     }
-    w->q = q;
-    w->prev = q->tail;
-    if (q->tail != NULL)
-        q->tail->next = w;
-    else
-        q->head = w;
-    q->tail = w;
+    fifo_push(&q->waiters, &w->link);
     w->gnext = all;
     if (all != NULL)
         all->gprev = w;
@@ -280,7 +270,7 @@ int rl_wait_park(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, struct
     if (w == NULL)
         w = join(ctx, argv, argc, run, key, timeout_ms);
     run->parked = 1;
-    if (w->q->head == w && wait_ns < INT64_MAX / 2) {
+    if (fifo_is_head(&w->link) && wait_ns < INT64_MAX / 2) {
         int64_t ms = (wait_ns + NS_PER_MS - 1) / NS_PER_MS;
         set_timer(ctx, w, ms > 0 ? ms : 1);
     }
@@ -291,5 +281,5 @@ void rl_wait_notify(RedisModuleCtx *ctx, RedisModuleString *key)
 {
     struct rl_queue *q = *slot_of(key);
     if (q != NULL)
-        set_timer(ctx, q->head, 0);
+        set_timer(ctx, head_of(q), 0);
 }
