@@ -23,7 +23,8 @@ void client_format_addr(const struct sockaddr_storage *ss, char *out, size_t out
         uv_ip6_name(a, host, sizeof(host));
         port = ntohs(a->sin6_port);
     }
-    snprintf(out, outlen, "%s:%d", host, port);
+    /* Redis's anetFormatAddr: an IPv6 address in brackets, "[::1]:6379". */
+    snprintf(out, outlen, strchr(host, ':') != NULL ? "[%s]:%d" : "%s:%d", host, port);
 }
 
 /* The local address is not kept per connection: asked of the socket when listed (the caller

@@ -6,7 +6,8 @@
 
 #include "client.h"
 
-/* "ip:port" of an IPv4 or IPv6 address ("?:0" for another family). */
+/* "ip:port" of an IPv4 address, "[ip]:port" of an IPv6 one, as Redis writes them ("?:0" for
+ * another family). */
 void client_format_addr(const struct sockaddr_storage *ss, char *out, size_t outlen);
 /* The local "ip:port" of c's socket (the socket's path for a Unix socket), as CLIENT LIST's
  * laddr shows it. Same locking as client_format. */
