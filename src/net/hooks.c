@@ -102,6 +102,10 @@ static void hook_client_list(void *ud, struct rbuf *out, const struct client_mat
     pthread_mutex_lock(&srv->env.names_lock);
     if (m->nids > 0) {
         list_ids(srv, out, m, mono_ms);
+    } else if (m->id != 0) { /* CLIENT INFO: one at most, no order to put them in */
+        for (struct client *c = srv->net.registry; c != NULL; c = c->gnext)
+            if (client_matches(c, m))
+                client_format(c, out, mono_ms);
     } else {
         size_t n;
         struct client **found = sorted_clients(srv, m, &n);
