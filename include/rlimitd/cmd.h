@@ -78,15 +78,41 @@ struct session {
     struct rbuf *conn_out;
 };
 
+/* Redis's classes of clients (CLIENT LIST TYPE, CLIENT KILL TYPE). rlimitd has neither
+ * replicas nor a master: its connections are pubsub while they hold a subscription
+ * (SESSION_PUBSUB, on RESP2 and RESP3 alike), normal otherwise. */
+enum client_type {
+    CLIENT_TYPE_ANY = -1,
+    CLIENT_TYPE_NORMAL,
+    CLIENT_TYPE_REPLICA,
+    CLIENT_TYPE_PUBSUB,
+    CLIENT_TYPE_MASTER,
+};
+
+/* Which connections CLIENT LIST / CLIENT KILL act on: those meeting every condition set. */
+struct client_match {
+    uint64_t id;           /* 0: any */
+    const char *addr;      /* the peer's "ip:port" (or "path:0"), NULL: any */
+    const char *laddr;     /* the local "ip:port" (or "path:0"), NULL: any */
+    int type;              /* enum client_type */
+    const struct session *skip; /* never this one (CLIENT KILL's SKIPME yes), NULL: none */
+    /* CLIENT LIST ID: one line per id, in this order, repeats repeated, unknown ids skipped
+     * (when nids > 0, id and the others are not looked at). */
+    const uint64_t *ids;
+    size_t nids;
+};
+
 /* Services of the layers above, provided by the network layer (src/net/hooks.c). Any may be
  * NULL (tests, fuzz). */
 struct server_hooks {
     void *ud;
-    /* CLIENT LIST / CLIENT INFO: append one Redis-format line per client (only `only` if set). */
-    void (*client_list)(void *ud, struct rbuf *out, const struct session *only);
-    /* CLIENT KILL: close the clients with this id (id != 0) or address (addr != NULL). Returns
-     * how many were killed. */
-    int (*client_kill)(void *ud, uint64_t id, const char *addr);
+    /* CLIENT LIST / CLIENT INFO: append one Redis-format line per matching client. */
+    void (*client_list)(void *ud, struct rbuf *out, const struct client_match *m);
+    /* CLIENT KILL: close the matching clients. `me` (the caller) is never closed here: if it
+     * matches, *me_matched is set and the caller closes it after its reply. Returns how many
+     * matched, `me` included. */
+    int (*client_kill)(void *ud, const struct client_match *m, const struct session *me,
+                       int *me_matched);
     uint64_t (*connected_clients)(void *ud);
     /* SHUTDOWN: stop the loops after the current replies are flushed. save: 1 SAVE, 0 NOSAVE,
      * -1 default. Returns 0, or -1 with err set (e.g. the final save failed). */

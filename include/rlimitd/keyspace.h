@@ -326,15 +326,50 @@ size_t ks_swlog_member(char *buf, int64_t ms, uint32_t dup);
 /* 1 if deleted, 0 if absent. */
 int ks_del(struct keyspace *ks, const struct ks_key *key, int64_t now);
 
-/* Remaining time to live in ns: -2 absent, -1 no expiry. */
+/* ---- expiry stamps ----
+ * A key's absolute expiry is one int64 "stamp" (every `at` and `expire_at` of this API, and
+ * struct ks_record's expire): 0 for none; else nanoseconds since the epoch, as the clock
+ * gives them, up to KS_STAMP_NS_MS_MAX ms (the year 2262); and past that, so that Redis's whole
+ * range (ms up to INT64_MAX) is kept exactly, milliseconds counted up from INT64_MIN. As
+ * unsigned numbers, stamps are in time order, and the far ones come after every nanosecond
+ * one: compare them with ks_stamp_le only. A live key's stamp is always past now, which is
+ * positive, so nothing else needs to know (a snapshot keeps the stamp as it is). */
+#define KS_STAMP_NS_MS_MAX (INT64_MAX / 1000000) /* the last ms a nanosecond stamp holds */
+
+/* The stamp of an absolute time in ms (ms > 0; a time not after now is stored as 1). */
+static inline int64_t ks_stamp_from_ms(int64_t ms)
+{
+    if (ms <= KS_STAMP_NS_MS_MAX)
+        return ms * 1000000;
+    return (int64_t)((uint64_t)INT64_MIN + (uint64_t)(ms - KS_STAMP_NS_MS_MAX - 1));
+}
+
+/* The absolute time in ms of a stamp (not 0): whole ms for a nanosecond one. */
+static inline int64_t ks_stamp_ms(int64_t stamp)
+{
+    if (stamp >= 0)
+        return stamp / 1000000;
+    return (int64_t)((uint64_t)stamp - (uint64_t)INT64_MIN) + KS_STAMP_NS_MS_MAX + 1;
+}
+
+/* Whether stamp a is at or before stamp b (neither 0). */
+static inline int ks_stamp_le(int64_t a, int64_t b)
+{
+    return (uint64_t)a <= (uint64_t)b;
+}
+
+/* Remaining time to live in ns: -2 absent, -1 no expiry; INT64_MAX for an expiry past the
+ * year 2262 (ks_expiry has it exactly). */
 int64_t ks_ttl_ns(struct keyspace *ks, const struct ks_key *key, int64_t now);
+/* The key's expiry stamp into *stamp: returns 1, or -1 (no expiry), or -2 (absent). */
+int ks_expiry(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t *stamp);
 
 #define KS_EXPIRE_NX 1
 #define KS_EXPIRE_XX 2
 #define KS_EXPIRE_GT 4
 #define KS_EXPIRE_LT 8
 
-/* Sets the expiry to the absolute time at (ns). An expiry at or before now deletes the key, as
+/* Sets the expiry to the stamp at (not 0). An expiry at or before now deletes the key, as
  * Redis does. Flags as EXPIRE's NX/XX/GT/LT (a key without expiry counts as infinite TTL for
  * GT/LT). Returns 1 if the expiry was set (or the key deleted), 0 otherwise. */
 int ks_expire(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t at, int flags);

@@ -275,6 +275,14 @@ static void execute(struct cmd_env *env, struct session *s, int argc, char **arg
         reject(s, idx, out, msg);
         return;
     }
+    const char *sub;
+    if (d->doc.sub_arity != NULL && (sub = d->doc.sub_arity(argc, argv, lens)) != NULL) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "ERR wrong number of arguments for '%s|%s' command", d->name,
+                 sub);
+        reject(s, idx, out, msg);
+        return;
+    }
     if (!s->authed && !(d->flags & CMD_NOAUTH) &&
         atomic_load_explicit(&env->auth_required, memory_order_relaxed)) {
         reject(s, idx, out, "NOAUTH Authentication required.");

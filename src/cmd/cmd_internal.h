@@ -74,7 +74,8 @@ typedef void (*cmd_fn)(struct cmd_ctx *x);
 #define CMD_SHOW_SKIP_SLOWLOG 0x40000000u
 #define CMD_SHOW_ALLOW_BUSY 0x80000000u
 
-/* What only COMMAND and COMMAND DOCS read. */
+/* What COMMAND and COMMAND DOCS read, and the subcommands' arities (sub_arity), which the
+ * dispatcher checks too. */
 struct cmd_docs {
     const char *summary, *since, *group, *complexity;
     /* A compact argument list for COMMAND DOCS: items separated by spaces, each
@@ -93,6 +94,11 @@ struct cmd_docs {
     const char *notes; /* key-spec notes, NULL for none */
     const char *tips;  /* space separated, NULL for none */
     unsigned extra;    /* CMD_SHOW_* */
+    /* For a container whose subcommands have arities of their own (Redis's `cmd|sub`): the
+     * lower-case subcommand argv[1] names when argc is wrong for it, else NULL. The
+     * dispatcher refuses such a call where it checks the command's own arity (before the
+     * subscribed-state and MULTI checks, as Redis does). NULL for the other commands. */
+    const char *(*sub_arity)(int argc, char **argv, const size_t *lens);
 };
 
 /* One row per command: everything dispatch, COMMAND, COMMAND DOCS and INFO commandstats know of

@@ -42,13 +42,34 @@ static void cmd_type(struct cmd_ctx *x)
     reply_simple(x->out, ks_type_name(t));
 }
 
-/* Remaining ms, rounded up so a live key never reports 0 before it is gone; -2 / -1 as is. */
+/* The key's expiry stamp (keyspace.h) into *stamp: 1, or -1 (none), or -2 (absent: a miss). */
+static int key_expiry(struct cmd_ctx *x, int64_t *stamp)
+{
+    int rc = ks_expiry(x->env->ks, &x->keys[0], x->now, stamp);
+    if (rc == -2)
+        notify_keymiss(&x->keys[0]);
+    return rc;
+}
+
+/* Remaining ms, rounded up so a live key never reports 0 before it is gone; -2 / -1 as is. An
+ * expiry past the year 2262 counts from the command's ms, as Redis's expire - mstime(). */
 static int64_t pttl_ms(struct cmd_ctx *x)
 {
-    int64_t ns = ks_ttl_ns(x->env->ks, &x->keys[0], x->now);
-    if (ns == -2)
-        notify_keymiss(&x->keys[0]);
-    return ns < 0 ? ns : (ns + CLOCK_NS_PER_MS - 1) / CLOCK_NS_PER_MS;
+    int64_t at;
+    int rc = key_expiry(x, &at);
+    if (rc < 0)
+        return rc;
+    if (at < 0)
+        return ks_stamp_ms(at) - x->now / CLOCK_NS_PER_MS;
+    int64_t ns = at - x->now;
+    return (ns + CLOCK_NS_PER_MS - 1) / CLOCK_NS_PER_MS;
+}
+
+/* Redis's rounding of ms (>= 0) to the nearest second, (ms + 500) / 1000, without overflow for
+ * an expiry within 500 ms of INT64_MAX (Redis answers 9223372036854776 there too). */
+static int64_t round_seconds(int64_t ms)
+{
+    return (int64_t)(((uint64_t)ms + 500) / 1000);
 }
 
 static void cmd_pttl(struct cmd_ctx *x)
@@ -60,15 +81,15 @@ static void cmd_ttl(struct cmd_ctx *x)
 {
     int64_t ms = pttl_ms(x);
     /* Redis rounds TTL to the nearest second. */
-    reply_int(x->out, ms < 0 ? ms : (ms + 500) / 1000);
+    reply_int(x->out, ms < 0 ? ms : round_seconds(ms));
 }
 
 /* EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT as Redis 7.0's expireGenericCommand: options first
  * ("Unsupported option", incompatible pairs), then the number, then the overflow checks in ms
  * (seconds past LLONG_MAX / 1000, or the sum with the base time). Relative times count from the
- * command's clock read truncated to ms, as Redis's mstime(). Redis holds ms up to LLONG_MAX;
- * here expiries are int64 ns, so a time past the year 2262 is kept as the largest time (it
- * never comes), and one before 1678 as the smallest (already past: the key is deleted). */
+ * command's clock read truncated to ms, as Redis's mstime(). Every ms up to LLONG_MAX is kept
+ * exactly (expiry stamps, keyspace.h); a time at or before the epoch is already past, as any
+ * before now: the key is deleted. */
 static void expire_generic(struct cmd_ctx *x, int64_t unit_ms, int relative, const char *name)
 {
     int flags = 0;
@@ -104,12 +125,11 @@ static void expire_generic(struct cmd_ctx *x, int64_t unit_ms, int relative, con
         reply_errorf(x->out, "ERR invalid expire time in '%s' command", name);
         return;
     }
-    int64_t ms = v * unit_ms + base, at;
-    if (__builtin_mul_overflow(ms, CLOCK_NS_PER_MS, &at))
-        at = ms > 0 ? INT64_MAX : INT64_MIN;
+    int64_t ms = v * unit_ms + base;
+    int64_t at = ms > 0 ? ks_stamp_from_ms(ms) : 1; /* 1: the epoch's first ns, long past */
     int rc = ks_expire(x->env->ks, &x->keys[0], x->now, at, flags);
     if (rc == 1) /* a time already past deleted the key */
-        notify_key(NOTIFY_GENERIC, at <= x->now ? "del" : "expire", &x->keys[0]);
+        notify_key(NOTIFY_GENERIC, ks_stamp_le(at, x->now) ? "del" : "expire", &x->keys[0]);
     reply_int(x->out, rc);
 }
 
@@ -136,16 +156,15 @@ static void cmd_pexpireat(struct cmd_ctx *x)
 /* The absolute expiry in ms, -1 none, -2 absent. */
 static int64_t expiretime_ms(struct cmd_ctx *x)
 {
-    int64_t ns = ks_ttl_ns(x->env->ks, &x->keys[0], x->now);
-    if (ns == -2)
-        notify_keymiss(&x->keys[0]);
-    return ns < 0 ? ns : (x->now + ns) / CLOCK_NS_PER_MS;
+    int64_t at;
+    int rc = key_expiry(x, &at);
+    return rc < 0 ? rc : ks_stamp_ms(at);
 }
 
 static void cmd_expiretime(struct cmd_ctx *x)
 {
     int64_t ms = expiretime_ms(x);
-    reply_int(x->out, ms < 0 ? ms : (ms + 500) / 1000); /* Redis rounds to the nearest second */
+    reply_int(x->out, ms < 0 ? ms : round_seconds(ms)); /* Redis rounds to the nearest second */
 }
 
 static void cmd_pexpiretime(struct cmd_ctx *x)

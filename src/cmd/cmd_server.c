@@ -1,5 +1,7 @@
 /* cmd_server.c - connection and server commands: PING, ECHO, QUIT, RESET, HELLO, AUTH, SELECT,
- * CLIENT, TIME, CONFIG, SHUTDOWN, SAVE, BGSAVE, LASTSAVE (COMMANDS.md). */
+ * TIME, CONFIG, SHUTDOWN, SAVE, BGSAVE, LASTSAVE, and CLIENT's row (its handler is in
+ * cmd_client.c) (COMMANDS.md). */
+#include "cmd_client.h"
 #include "cmd_internal.h"
 #include "rlimitd/alloc.h"
 
@@ -11,8 +13,6 @@
 #include "rlimitd/script.h"
 #include "rlimitd/util.h"
 #include "rlimitd_version.h"
-
-static void set_str(struct cmd_env *env, char **dst, const char *p, size_t len);
 
 static void cmd_ping(struct cmd_ctx *x)
 {
@@ -55,7 +55,7 @@ static void cmd_reset(struct cmd_ctx *x)
     multi_discard(s);
     watch_release_all(s);
     session_pubsub_reset(s);
-    set_str(x->env, &s->name, NULL, 0);
+    client_set_str(x->env, &s->name, NULL, 0);
     /* Redis: RESET de-authenticates the connection when a password is needed. */
     s->authed = !auth_required(x->env);
     __atomic_store_n(&s->resp, 2, __ATOMIC_RELAXED);
@@ -114,34 +114,6 @@ static void cmd_auth(struct cmd_ctx *x)
     reply_ok(x->out);
 }
 
-/* Client names: Redis refuses spaces, newlines and other non-printable bytes. */
-static int valid_name(const char *p, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        if (p[i] < '!' || p[i] > '~')
-            return 0;
-    return 1;
-}
-
-/* Session names are read by CLIENT LIST on other threads: swap them under names_lock. */
-static void set_str(struct cmd_env *env, char **dst, const char *p, size_t len)
-{
-    char *v = NULL;
-    if (len > 0) {
-        v = xmalloc(len + 1);
-        memcpy(v, p, len);
-        v[len] = '\0';
-    }
-    pthread_mutex_lock(&env->names_lock);
-    char *old = *dst;
-    *dst = v;
-    pthread_mutex_unlock(&env->names_lock);
-    free(old);
-}
-
-static const char bad_name[] =
-    "ERR Client names cannot contain spaces, newlines or special characters.";
-
 /* HELLO [protover [AUTH user pass] [SETNAME name]], in Redis 7.0's order: the version is
  * checked first; then each option takes effect as it is read (a later bad option leaves an
  * earlier AUTH or SETNAME done, as in Redis); then an unauthenticated connection is refused;
@@ -172,11 +144,11 @@ static void cmd_hello(struct cmd_ctx *x)
             x->s->authed = 1;
             i += 2;
         } else if (arg_is(x, i, "SETNAME") && more >= 1) {
-            if (!valid_name(x->argv[i + 1], x->lens[i + 1])) {
-                reply_error(x->out, bad_name);
+            if (!client_valid_name(x->argv[i + 1], x->lens[i + 1])) {
+                reply_error(x->out, client_bad_name);
                 return;
             }
-            set_str(x->env, &x->s->name, x->argv[i + 1], x->lens[i + 1]);
+            client_set_str(x->env, &x->s->name, x->argv[i + 1], x->lens[i + 1]);
             i += 1;
         } else {
             /* Redis formats the option with %s: it ends at a NUL byte. */
@@ -231,125 +203,6 @@ static void cmd_time(struct cmd_ctx *x)
     reply_array(x->out, 2);
     reply_bulk_i64(x->out, x->now / 1000000000);
     reply_bulk_i64(x->out, (x->now % 1000000000) / 1000);
-}
-
-static const char *const client_help[] = {
-    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "ID", "    Return the ID of the current connection.",
-    "INFO", "    Return information about the current client connection.",
-    "LIST [TYPE NORMAL] [ID <id> ...]", "    Return information about client connections.",
-    "KILL <ip:port>|ID <id>|ADDR <ip:port>", "    Kill connections.",
-    "GETNAME", "    Return the name of the current connection.",
-    "SETNAME <name>", "    Assign the name <name> to the current connection.",
-    "SETINFO <LIB-NAME|LIB-VER> <value>", "    Set client library name or version.",
-    "REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
-    "HELP", "    Print this help.",
-    NULL,
-};
-
-static void client_kill(struct cmd_ctx *x)
-{
-    if (x->env->hooks.client_kill == NULL) {
-        reply_error(x->out, "ERR No such client");
-        return;
-    }
-    if (x->argc == 3) { /* old form: CLIENT KILL addr */
-        int n = x->env->hooks.client_kill(x->env->hooks.ud, 0, x->argv[2]);
-        if (n == 0)
-            reply_error(x->out, "ERR No such client");
-        else
-            reply_ok(x->out);
-        return;
-    }
-    uint64_t id = 0;
-    const char *addr = NULL;
-    for (int i = 2; i < x->argc; i += 2) {
-        if (i + 1 >= x->argc) {
-            reply_syntax_error(x->out);
-            return;
-        }
-        if (arg_is(x, i, "ID")) {
-            int64_t v;
-            if (util_parse_i64(x->argv[i + 1], x->lens[i + 1], &v) != 0 || v <= 0) {
-                reply_error(x->out, "ERR client-id should be greater than 0");
-                return;
-            }
-            id = (uint64_t)v;
-        } else if (arg_is(x, i, "ADDR")) {
-            addr = x->argv[i + 1];
-        } else if (arg_is(x, i, "SKIPME") || arg_is(x, i, "TYPE")) {
-            continue; /* every client is "normal"; SKIPME yes is what kill-by-id does anyway */
-        } else {
-            reply_syntax_error(x->out);
-            return;
-        }
-    }
-    reply_int(x->out, x->env->hooks.client_kill(x->env->hooks.ud, id, addr));
-}
-
-static void cmd_client(struct cmd_ctx *x)
-{
-    struct session *s = x->s;
-    const struct server_hooks *h = &x->env->hooks;
-    if (arg_is(x, 1, "ID") && x->argc == 2) {
-        reply_int(x->out, (int64_t)s->id);
-    } else if (arg_is(x, 1, "GETNAME") && x->argc == 2) {
-        if (s->name == NULL)
-            reply_nil(x->out);
-        else
-            reply_bulk_cstr(x->out, s->name);
-    } else if (arg_is(x, 1, "SETNAME")) {
-        if (x->argc != 3) {
-            reply_subcmd_arity(x, "client", "setname");
-        } else if (!valid_name(x->argv[2], x->lens[2])) {
-            reply_error(x->out, bad_name);
-        } else {
-            set_str(x->env, &s->name, x->argv[2], x->lens[2]);
-            reply_ok(x->out);
-        }
-    } else if (arg_is(x, 1, "SETINFO")) {
-        if (x->argc != 4) {
-            reply_subcmd_arity(x, "client", "setinfo");
-        } else if (!valid_name(x->argv[3], x->lens[3])) {
-            reply_errorf(x->out, "ERR %.*s cannot contain spaces, newlines or special characters.",
-                         (int)x->lens[2], x->argv[2]);
-        } else if (arg_is(x, 2, "LIB-NAME")) {
-            set_str(x->env, &s->lib_name, x->argv[3], x->lens[3]);
-            reply_ok(x->out);
-        } else if (arg_is(x, 2, "LIB-VER")) {
-            set_str(x->env, &s->lib_ver, x->argv[3], x->lens[3]);
-            reply_ok(x->out);
-        } else {
-            reply_errorf(x->out, "ERR Unrecognized option '%.*s'", (int)x->lens[2], x->argv[2]);
-        }
-    } else if (arg_is(x, 1, "LIST") || (arg_is(x, 1, "INFO") && x->argc == 2)) {
-        struct rbuf tmp;
-        rbuf_init(&tmp);
-        if (h->client_list != NULL)
-            h->client_list(h->ud, &tmp, arg_is(x, 1, "INFO") ? s : NULL);
-        reply_verbatim(x->out, "txt", tmp.p != NULL ? tmp.p : "", tmp.len);
-        rbuf_free(&tmp);
-    } else if (arg_is(x, 1, "KILL") && x->argc >= 3) {
-        client_kill(x);
-    } else if (arg_is(x, 1, "REPLY") && x->argc == 3) {
-        /* Redis's CLIENT REPLY: the dispatcher drops the replies (cmd_execute). */
-        if (arg_is(x, 2, "ON")) {
-            __atomic_fetch_and(&s->flags, ~(unsigned)(SESSION_REPLY_OFF | SESSION_REPLY_SKIP),
-                               __ATOMIC_RELAXED);
-            reply_ok(x->out);
-        } else if (arg_is(x, 2, "OFF")) {
-            __atomic_fetch_or(&s->flags, SESSION_REPLY_OFF, __ATOMIC_RELAXED);
-        } else if (arg_is(x, 2, "SKIP")) {
-            if (!(s->flags & SESSION_REPLY_OFF))
-                __atomic_fetch_or(&s->flags, SESSION_REPLY_SKIP_NEXT, __ATOMIC_RELAXED);
-        } else {
-            reply_syntax_error(x->out);
-        }
-    } else if (arg_is(x, 1, "HELP")) {
-        reply_help_lines(x->out, client_help);
-    } else {
-        reply_subcmd_unknown(x, "CLIENT");
-    }
 }
 
 /* ---- CONFIG ---- */
@@ -619,7 +472,7 @@ const struct cmd_def cmd_server_table[] = {
     {"client", -2, CMD_LOADING | CMD_STALE | CMD_NOSCRIPT, 0, 0, 0, "slow connection", cmd_client,
      {.summary = "A container for connection commands", .since = "2.4.0", .group = "connection",
       .complexity = "Depends on subcommand.",
-      .extra = CMD_SHOW_CONTAINER}},
+      .extra = CMD_SHOW_CONTAINER, .sub_arity = client_sub_arity}},
     {"time", 1, CMD_FAST | CMD_LOADING | CMD_STALE, 0, 0, 0, "fast", cmd_time,
      {.summary = "Returns the server time", .since = "2.6.0", .group = "server",
       .complexity = "O(1)", .tips = "nondeterministic_output"}},

@@ -125,11 +125,11 @@ static int parse_set_opts(struct cmd_ctx *x, int from, int is_set, struct set_op
 }
 #undef WORD_IS
 
-/* The expiry's number to absolute ns, as Redis's getExpireMillisecondsOrReply: not positive, or
- * seconds past LLONG_MAX / 1000, is "invalid expire time in '<cmd>' command". Redis counts in ms
- * up to LLONG_MAX; times past what int64 ns can hold (year 2262) are kept as the largest time,
- * which no clock reaches. Returns 0, or -1 after the error reply. */
-static int expire_at_ns(struct cmd_ctx *x, int i, int flags, const char *cmd, int64_t *at)
+/* The expiry's number to an expiry stamp (keyspace.h), as Redis's getExpireMillisecondsOrReply:
+ * not positive, or seconds past LLONG_MAX / 1000, is "invalid expire time in '<cmd>' command".
+ * Redis counts in ms up to LLONG_MAX, and so do stamps. Returns 0, or -1 after the error
+ * reply. */
+static int expire_stamp(struct cmd_ctx *x, int i, int flags, const char *cmd, int64_t *at)
 {
     int64_t v;
     if (arg_i64(x, i, &v))
@@ -147,20 +147,19 @@ static int expire_at_ns(struct cmd_ctx *x, int i, int flags, const char *cmd, in
             return -1;
         }
     }
-    if (__builtin_mul_overflow(ms, CLOCK_NS_PER_MS, at))
-        *at = INT64_MAX;
+    *at = ks_stamp_from_ms(ms);
     return 0;
 }
 
-/* The write shared by SET, SETEX, PSETEX, SETNX, GETSET: flags are OPT_*; at is absolute ns, 0
- * for none. Returns 1 set, 0 not set (NX/XX), or a KS_* error. */
+/* The write shared by SET, SETEX, PSETEX, SETNX, GETSET: flags are OPT_*; at is an expiry
+ * stamp, 0 for none. Returns 1 set, 0 not set (NX/XX), or a KS_* error. */
 static int set_value(struct cmd_ctx *x, const struct ks_key *key, const char *val, size_t len,
                      int flags, int64_t at)
 {
     struct keyspace *ks = x->env->ks;
     /* An absolute time already past: Redis stores and the key is gone at once; so it is here,
      * by deleting whatever was there when the write would have happened. */
-    if (at != 0 && at <= x->now) {
+    if (at != 0 && ks_stamp_le(at, x->now)) {
         int exists = ks_get(ks, key, x->now, NULL) != KS_NONE;
         if (((flags & OPT_NX) && exists) || ((flags & OPT_XX) && !exists))
             return 0;
@@ -188,7 +187,7 @@ static void cmd_set(struct cmd_ctx *x)
     int64_t at = 0;
     if (parse_set_opts(x, 3, 1, &o) != 0)
         return;
-    if (o.expire_arg && expire_at_ns(x, o.expire_arg, o.flags, "set", &at) != 0)
+    if (o.expire_arg && expire_stamp(x, o.expire_arg, o.flags, "set", &at) != 0)
         return;
     if ((o.flags & OPT_GET) && reply_string_at(x, &x->keys[0]) != 0)
         return;
@@ -208,7 +207,7 @@ static void cmd_set(struct cmd_ctx *x)
 static void setex_generic(struct cmd_ctx *x, int flag, const char *cmd)
 {
     int64_t at;
-    if (expire_at_ns(x, 2, flag, cmd, &at) != 0)
+    if (expire_stamp(x, 2, flag, cmd, &at) != 0)
         return;
     int rc = set_value(x, &x->keys[0], x->argv[3], x->lens[3], 0, at);
     if (rc < 0)
@@ -269,12 +268,12 @@ static void cmd_getex(struct cmd_ctx *x)
         return;
     }
     int64_t at = 0;
-    if (o.expire_arg && expire_at_ns(x, o.expire_arg, o.flags, "getex", &at) != 0)
+    if (o.expire_arg && expire_stamp(x, o.expire_arg, o.flags, "getex", &at) != 0)
         return;
     reply_string_at(x, &x->keys[0]);
     if (o.expire_arg) {
         ks_expire(ks, &x->keys[0], x->now, at, 0); /* a time already past deletes the key */
-        notify_key(NOTIFY_GENERIC, at <= x->now ? "del" : "expire", &x->keys[0]);
+        notify_key(NOTIFY_GENERIC, ks_stamp_le(at, x->now) ? "del" : "expire", &x->keys[0]);
     } else if ((o.flags & OPT_PERSIST) && ks_persist(ks, &x->keys[0], x->now) == 1) {
         notify_key(NOTIFY_GENERIC, "persist", &x->keys[0]);
     }

@@ -23,12 +23,13 @@ void client_format_addr(const struct sockaddr_storage *ss, char *out, size_t out
         uv_ip6_name(a, host, sizeof(host));
         port = ntohs(a->sin6_port);
     }
-    snprintf(out, outlen, "%s:%d", host, port);
+    /* Redis's anetFormatAddr: an IPv6 address in brackets, "[::1]:6379". */
+    snprintf(out, outlen, strchr(host, ':') != NULL ? "[%s]:%d" : "%s:%d", host, port);
 }
 
 /* The local address is not kept per connection: asked of the socket when listed (the caller
  * holds net_shared.lock, so the connection, and its fd, cannot be closed meanwhile). */
-static void local_addr(const struct client *c, char *out, size_t outlen)
+void client_local_addr(const struct client *c, char *out, size_t outlen)
 {
     if (c->is_unix) {
         size_t n = strlen(c->addr);
@@ -58,7 +59,7 @@ void client_format(const struct client *c, struct rbuf *out, uint64_t now_mono_m
     size_t omem = atomic_load_explicit(&c->omem, memory_order_relaxed);
     size_t oll = omem > 0 ? 1 : 0; /* one pending write at most */
     char laddr[112];
-    local_addr(c, laddr, sizeof(laddr));
+    client_local_addr(c, laddr, sizeof(laddr));
     char line[1280];
     /* The subscription counts are atomics of the session's pubsub_client, which lives as long
      * as the session (the caller holds the registry lock, so the connection is not freed). */

@@ -5,45 +5,138 @@
 #include "hooks.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "busy_serve.h"
 #include "client_info.h"
 #include "cron.h"
 #include "io_thread.h"
+#include "rlimitd/alloc.h"
 #include "rlimitd/clock.h"
 #include "rlimitd/log.h"
 
-static void hook_client_list(void *ud, struct rbuf *out, const struct session *only)
+/* Redis's class of a connection (enum client_type): no replica or master ever connects. */
+static int client_type(const struct client *c)
+{
+    unsigned flags = __atomic_load_n(&c->session.flags, __ATOMIC_RELAXED);
+    return (flags & SESSION_PUBSUB) ? CLIENT_TYPE_PUBSUB : CLIENT_TYPE_NORMAL;
+}
+
+/* Whether c meets every condition of m but its ids. The caller holds net.lock. */
+static int client_matches(const struct client *c, const struct client_match *m)
+{
+    if (m->id != 0 && c->session.id != m->id)
+        return 0;
+    if (m->addr != NULL && strcmp(c->addr, m->addr) != 0)
+        return 0;
+    if (m->laddr != NULL) {
+        char laddr[112];
+        client_local_addr(c, laddr, sizeof(laddr));
+        if (strcmp(laddr, m->laddr) != 0)
+            return 0;
+    }
+    if (m->type != CLIENT_TYPE_ANY && client_type(c) != m->type)
+        return 0;
+    /* One already killed is as good as gone (Redis frees it at once): not listed, not
+     * counted by a second CLIENT KILL. */
+    if (atomic_load_explicit(&c->kill, memory_order_relaxed))
+        return 0;
+    return &c->session != m->skip;
+}
+
+static int by_id(const void *a, const void *b)
+{
+    uint64_t x = (*(const struct client *const *)a)->session.id;
+    uint64_t y = (*(const struct client *const *)b)->session.id;
+    return (x > y) - (x < y);
+}
+
+/* The registered clients meeting m (every one for m NULL), sorted by id: Redis lists its
+ * clients in the order they connected, which is the order of their ids. The caller holds
+ * net.lock and frees the array. */
+static struct client **sorted_clients(struct server *srv, const struct client_match *m,
+                                      size_t *np)
+{
+    size_t n = 0;
+    for (struct client *c = srv->net.registry; c != NULL; c = c->gnext)
+        n++;
+    struct client **all = xmalloc((n > 0 ? n : 1) * sizeof(*all));
+    size_t k = 0;
+    for (struct client *c = srv->net.registry; c != NULL; c = c->gnext)
+        if (m == NULL || client_matches(c, m))
+            all[k++] = c;
+    qsort(all, k, sizeof(*all), by_id);
+    *np = k;
+    return all;
+}
+
+/* CLIENT LIST ID: each id found in the sorted registry by bisection, so a long list of ids
+ * against many connections costs (ids + clients) * log(clients). */
+static void list_ids(struct server *srv, struct rbuf *out, const struct client_match *m,
+                     uint64_t mono_ms)
+{
+    size_t n;
+    struct client **all = sorted_clients(srv, NULL, &n);
+    for (size_t i = 0; i < m->nids; i++) {
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (all[mid]->session.id < m->ids[i])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < n && all[lo]->session.id == m->ids[i] &&
+            !atomic_load_explicit(&all[lo]->kill, memory_order_relaxed))
+            client_format(all[lo], out, mono_ms);
+    }
+    free(all);
+}
+
+static void hook_client_list(void *ud, struct rbuf *out, const struct client_match *m)
 {
     struct server *srv = ud;
     uint64_t mono_ms = (uint64_t)(clock_mono_ns() / 1000000);
     pthread_mutex_lock(&srv->net.lock);
     pthread_mutex_lock(&srv->env.names_lock);
-    for (struct client *c = srv->net.registry; c != NULL; c = c->gnext) {
-        if (only != NULL && &c->session != only)
-            continue;
-        client_format(c, out, mono_ms);
+    if (m->nids > 0) {
+        list_ids(srv, out, m, mono_ms);
+    } else if (m->id != 0) { /* CLIENT INFO: one at most, no order to put them in */
+        for (struct client *c = srv->net.registry; c != NULL; c = c->gnext)
+            if (client_matches(c, m))
+                client_format(c, out, mono_ms);
+    } else {
+        size_t n;
+        struct client **found = sorted_clients(srv, m, &n);
+        for (size_t i = 0; i < n; i++)
+            client_format(found[i], out, mono_ms);
+        free(found);
     }
     pthread_mutex_unlock(&srv->env.names_lock);
     pthread_mutex_unlock(&srv->net.lock);
 }
 
-static int hook_client_kill(void *ud, uint64_t id, const char *addr)
+static int hook_client_kill(void *ud, const struct client_match *m, const struct session *me,
+                            int *me_matched)
 {
     struct server *srv = ud;
-    int n = 0;
+    int n = 0, others = 0;
+    *me_matched = 0;
     pthread_mutex_lock(&srv->net.lock);
     for (struct client *c = srv->net.registry; c != NULL; c = c->gnext) {
-        if ((id != 0 && c->session.id != id) || (addr != NULL && strcmp(c->addr, addr) != 0))
+        if (!client_matches(c, m))
             continue;
-        if (id == 0 && addr == NULL)
-            continue;
-        atomic_store(&c->kill, 1);
         n++;
+        if (&c->session == me) {
+            *me_matched = 1; /* closed by its own thread once the reply is out */
+        } else {
+            atomic_store(&c->kill, 1);
+            others++;
+        }
     }
     pthread_mutex_unlock(&srv->net.lock);
-    if (n > 0)
+    if (others > 0)
         io_threads_wake(srv);
     return n;
 }

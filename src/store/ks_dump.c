@@ -278,7 +278,7 @@ static int restore_admit(const struct ks_record *r, int64_t now)
 {
     if (record_invalid(r))
         return -1;
-    return r->expire != 0 && r->expire <= now ? 0 : 1;
+    return r->expire != 0 && ks_stamp_le(r->expire, now) ? 0 : 1;
 }
 
 /* Fills a new entry, born with restored_shape(r), with the record's value and expiry. */

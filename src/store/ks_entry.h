@@ -116,10 +116,12 @@ static inline int64_t e_expire(const uint8_t *e)
     return 0;
 }
 
+/* x != 0 && x <= now for expiry stamps (keyspace.h): as unsigned, 0 wraps to the largest value
+ * and a far stamp (negative) is above every now. */
 static inline int e_expired(const uint8_t *e, int64_t now)
 {
     int64_t x = e_expire(e);
-    return x != 0 && x <= now;
+    return (uint64_t)x - 1 < (uint64_t)now;
 }
 
 /* ---- Hashes in the entry ----

@@ -19,7 +19,17 @@ int64_t ks_ttl_ns(struct keyspace *ks, const struct ks_key *key, int64_t now)
     int64_t x = e_expire(slot_entry(sh, (uint64_t)i));
     if (x == 0)
         return -1;
-    return x - now;
+    return x < 0 ? INT64_MAX : x - now; /* x < 0: a far stamp (keyspace.h) */
+}
+
+int ks_expiry(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t *stamp)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    if (i < 0)
+        return -2;
+    *stamp = e_expire(slot_entry(sh, (uint64_t)i));
+    return *stamp != 0 ? 1 : -1;
 }
 
 int ks_expire(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t at, int flags)
@@ -35,11 +45,11 @@ int ks_expire(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_
         return 0;
     if ((flags & KS_EXPIRE_XX) && !has)
         return 0;
-    if ((flags & KS_EXPIRE_GT) && (!has || at <= x))
+    if ((flags & KS_EXPIRE_GT) && (!has || ks_stamp_le(at, x)))
         return 0;
-    if ((flags & KS_EXPIRE_LT) && has && at >= x)
+    if ((flags & KS_EXPIRE_LT) && has && ks_stamp_le(x, at))
         return 0;
-    if (at <= now) {
+    if (ks_stamp_le(at, now)) {
         remove_slot(ks, sh, (uint64_t)i);
         return 1;
     }

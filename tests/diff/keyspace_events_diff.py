@@ -86,6 +86,21 @@ def gen_command(rng):
                 pick(rng, [str(HOURS), "-1", "0", str(HOURS * 1000)])] + \
             ([pick(rng, ["NX", "XX", "GT", "LT"])] if r() < 0.3 else [])
     if c == 15:
+        if r() < 0.4:
+            # Past the year 2262 (past int64 nanoseconds) up to the last ms Redis takes, and
+            # just over it (an error, no event); GT/LT/NX/XX against each other.
+            unit, t = pick(rng, [("s", "99999999999"), ("ms", "9223372036855"),
+                                 ("ms", "9223372036854775807"), ("s", "9223372036854775"),
+                                 ("ms", "9223372036854"), ("s", "9223372036854776")])
+            how = pick(rng, ["EXPIREAT", "SET", "GETEX", "PAIR"])
+            if how == "PAIR":  # two far times on one key, the second with GT or LT (gen_batch)
+                return ["PAIR", k, t, pick(rng, ["9223372036854775807", "9223372036855",
+                                                 "99999999999000"]), pick(rng, ["GT", "LT"])]
+            if how == "EXPIREAT":
+                return [("" if unit == "s" else "P") + "EXPIREAT", k, t] + \
+                    ([pick(rng, ["GT", "LT", "NX", "XX"])] if r() < 0.5 else [])
+            word = "EXAT" if unit == "s" else "PXAT"
+            return ["SET", k, v, word, t] if how == "SET" else ["GETEX", k, word, t]
         return pick(rng, [["EXPIREAT", k, "1"], ["PEXPIREAT", k, "1"],
                           ["EXPIREAT", k, "4102444800"], ["PEXPIREAT", k, "4102444800000"]])
     if c == 16:
@@ -167,11 +182,14 @@ def gen_batch(rng):
     out = []
     for _ in range(rng.randrange(1, 6)):
         cmd = gen_command(rng)
-        if cmd == ["MULTI"]:
+        if cmd[0] == "PAIR":
+            _, k, t1, t2, opt = cmd
+            out += [["SET", k, "1"], ["PEXPIREAT", k, t1], ["PEXPIREAT", k, t2, opt]]
+        elif cmd == ["MULTI"]:
             out.append(cmd)
             for _ in range(rng.randrange(2, 5)):
                 inner = gen_command(rng)
-                while inner[0] in ("MULTI", "CONFIG"):
+                while inner[0] in ("MULTI", "CONFIG", "PAIR"):
                     inner = gen_command(rng)
                 out.append(inner)
             out.append(["EXEC"])

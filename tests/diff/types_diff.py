@@ -11,7 +11,9 @@ Only these replies are compared loosely, each for a stated reason:
     is a long value), and keys renamed from those): Redis's dict order; compared as multisets
     (of pairs for HGETALL). Other hashes must match in order.
   - TTL, PTTL, EXPIRETIME, PEXPIRETIME: depend on when each server read its clock; integers
-    compared within a tolerance (1 s, 2000 ms), the special -1 / -2 exactly.
+    compared within a tolerance (1 s, 2000 ms), the special -1 / -2 exactly. Expiry times reach
+    past the year 2262 (past int64 nanoseconds) up to the last ms Redis accepts (EXPIREAT,
+    PEXPIREAT, EXPIRE, PEXPIRE, SET/GETEX EXAT/PXAT/EX/PX) and just over it (its error).
 
 With --resp3 both connections open with HELLO 3 and every reply is compared in RESP3 (maps,
 nulls, doubles, ... byte for byte as well; the loose comparisons above read both protocols).
@@ -200,6 +202,15 @@ class Gen:
         r = self.r.random()
         if r < 0.1:
             return self.r.choice(["0", "-1", "abc", "", "9223372036854775807", "1.5"])
+        if r < 0.16:
+            # Past the year 2262 (int64 nanoseconds), up to where Redis's ms sum overflows.
+            if unit_ms == 1000:
+                return str(self.r.choice([10 ** 10, 9223372036854, 9000000000000000,
+                                          9223372036854775 - 10 ** 9 - self.r.randint(0, 10 ** 6),
+                                          9223372036854775, 9223372036854774]))
+            return str(self.r.choice([10 ** 13, 9223372036854775807 - 2 * 10 ** 12,
+                                      self.r.randint(10 ** 13, 9 * 10 ** 18),
+                                      9223372036854775807 - 1000]))
         return str(self.r.randint(1000, 100000) * (1000 // unit_ms if unit_ms < 1000 else 1))
 
     def abs_time(self, unit_ms):
@@ -209,6 +220,16 @@ class Gen:
             return str((now_ms - self.r.randint(1, 100000)) // unit_ms)  # past: deletes
         if r < 0.15:
             return self.r.choice(["0", "-5", "x"])
+        if r < 0.22:
+            # Past the year 2262 (int64 nanoseconds) to the last ms Redis takes, and just over.
+            if unit_ms == 1000:
+                return str(self.r.choice([99999999999, 9223372036, 9223372037, 9223372036854,
+                                          9223372036854775, 9223372036854776,
+                                          self.r.randint(10 ** 10, 9223372036854775)]))
+            return str(self.r.choice([9223372036854, 9223372036855, 9223372036854775807,
+                                      9223372036854775806, 9223372036854775307,
+                                      9223372036854775308,
+                                      self.r.randint(9223372036855, 9223372036854775807)]))
         return str((now_ms + self.r.randint(100000, 10 ** 7)) // unit_ms)
 
     def expiry_opts(self, allow_keepttl=True, allow_persist=False):

@@ -278,3 +278,146 @@ Test(pubsub, info_client_list_and_metrics)
     redisFree(c);
     it_stop(d); /* asserts a clean exit and log */
 }
+
+/* The names of the CLIENT LIST lines of c's `CLIENT LIST <args>`, in order, space separated. */
+static void listed_names(redisContext *c, const char *args, char *out, size_t outlen)
+{
+    char cmd[160]; /* the words of args as arguments of their own (no '%' in them) */
+    snprintf(cmd, sizeof cmd, "CLIENT LIST %s", args);
+    redisReply *r = it_cmd(c, cmd);
+    cr_assert_eq(r->type, REDIS_REPLY_STRING, "CLIENT LIST %s: %s", args, r->str);
+    out[0] = '\0';
+    size_t used = 0;
+    for (const char *p = r->str; (p = strstr(p, " name=")) != NULL; p++) {
+        size_t n = strcspn(p + 6, " \n");
+        cr_assert(used + n + 2 < outlen);
+        if (used > 0)
+            out[used++] = ' ';
+        memcpy(out + used, p + 6, n);
+        used += n;
+        out[used] = '\0';
+    }
+    freeReplyObject(r);
+}
+
+/* A killed connection answers nothing more: its next command finds the connection closed. */
+static void assert_closed(redisContext *c, const char *who)
+{
+    redisReply *r = redisCommand(c, "PING");
+    cr_assert(r == NULL && c->err != 0, "%s was not closed", who);
+}
+
+/* Sends cmds (inline commands) and a PING on a raw RESP3 connection and reads up to its +PONG
+ * (the connection's replies and pushes before it are dropped); 0 if the peer closed first. */
+static int raw3_run(int fd, const char *cmds)
+{
+    char req[256];
+    snprintf(req, sizeof req, "%sPING\r\n", cmds);
+    it_raw_send(fd, req, strlen(req));
+    char buf[4096];
+    size_t have = 0;
+    for (;;) {
+        ssize_t k = recv(fd, buf + have, sizeof(buf) - 1 - have, 0);
+        if (k <= 0)
+            return 0;
+        have += (size_t)k;
+        buf[have] = '\0';
+        if (strstr(buf, "+PONG\r\n") != NULL)
+            return 1;
+        if (have > sizeof(buf) / 2) { /* keep the tail, where +PONG will be */
+            memmove(buf, buf + have - 16, 16);
+            have = 16;
+        }
+    }
+}
+
+/* A connection is of Redis's pubsub class while it holds a subscription, on RESP2 and RESP3
+ * alike: CLIENT LIST TYPE and CLIENT KILL TYPE find it by that class, with the other filters
+ * and SKIPME; CLIENT LIST ID lists given ids in the given order, also thousands of them. */
+Test(pubsub, client_list_and_kill_by_type)
+{
+    struct it_daemon *d = it_start(IT_ARGS("--threads", "2", "--proto-max-args", "100000"));
+    /* One after the other, each answered before the next connects: the ids are in this order
+     * (the two threads accept connections that arrive together in either order). */
+    redisContext *a = it_connect(d->port);
+    freeReplyObject(it_cmd(a, "CLIENT SETNAME a"));
+    redisContext *n = it_connect(d->port);
+    freeReplyObject(it_cmd(n, "CLIENT SETNAME n"));
+    redisContext *s2 = it_connect(d->port);
+    freeReplyObject(it_cmd(s2, "CLIENT SETNAME s2"));
+    int s3 = it_raw_connect(d->port); /* RESP3: this hiredis reads RESP2 only */
+    cr_assert(raw3_run(s3, "HELLO 3\r\nCLIENT SETNAME s3\r\nPSUBSCRIBE p*\r\n"));
+    freeReplyObject(it_cmd(s2, "SUBSCRIBE x"));
+    char names[256];
+    listed_names(a, "", names, sizeof names);
+    cr_assert_str_eq(names, "a n s2 s3"); /* oldest first, as Redis lists them */
+    listed_names(a, "TYPE pubsub", names, sizeof names);
+    cr_assert_str_eq(names, "s2 s3");
+    listed_names(a, "type NORMAL", names, sizeof names);
+    cr_assert_str_eq(names, "a n");
+    const char *none[] = {"TYPE master", "TYPE replica", "TYPE slave"};
+    for (int i = 0; i < 3; i++) {
+        listed_names(a, none[i], names, sizeof names);
+        cr_assert_str_eq(names, "", "%s listed %s", none[i], names);
+    }
+    IT_ERR(it_cmd(a, "CLIENT LIST TYPE nope"), "ERR Unknown client type 'nope'");
+    IT_ERR(it_cmd(a, "CLIENT LIST TYPE normal ID 1"), "ERR syntax error");
+    IT_ERR(it_cmd(a, "CLIENT KILL TYPE nope"), "ERR Unknown client type 'nope'");
+
+    long long ida = it_int(it_cmd(a, "CLIENT ID")), idn = it_int(it_cmd(n, "CLIENT ID"));
+    char args[128];
+    snprintf(args, sizeof args, "ID %lld 0 999999 %lld -4 %lld", idn, ida, idn);
+    listed_names(a, args, names, sizeof names);
+    cr_assert_str_eq(names, "n a n");
+    IT_ERR(it_cmd(a, "CLIENT LIST ID %lld x", ida), "ERR Invalid client ID");
+    /* 20,000 ids (proto-max-args raised), one in a thousand a connection's. */
+    enum { IDS = 20000 };
+    const char **argv = malloc((IDS + 3) * sizeof(*argv));
+    char(*num)[24] = malloc(IDS * sizeof(*num));
+    argv[0] = "CLIENT";
+    argv[1] = "LIST";
+    argv[2] = "ID";
+    for (int i = 0; i < IDS; i++) {
+        snprintf(num[i], sizeof num[i], "%lld", i % 1000 == 7 ? ida : 1000000 + (long long)i);
+        argv[i + 3] = num[i];
+    }
+    redisReply *r = it_cmdargv(a, IDS + 3, argv);
+    cr_assert_eq(r->type, REDIS_REPLY_STRING, "%d %s", r->type, r->str);
+    int lines = 0;
+    for (const char *p = r->str; (p = strstr(p, " name=a ")) != NULL; p++)
+        lines++;
+    cr_assert_eq(lines, IDS / 1000, "%d lines of a", lines);
+    freeReplyObject(r);
+    free(argv);
+    free(num);
+
+    /* Unsubscribed, s3 (RESP3) is normal again. */
+    cr_assert(raw3_run(s3, "PUNSUBSCRIBE\r\n"));
+    listed_names(a, "TYPE pubsub", names, sizeof names);
+    cr_assert_str_eq(names, "s2");
+    /* Filters combine: the pubsub one at n's address is nobody. */
+    redisReply *info = it_cmd(n, "CLIENT INFO");
+    char addr[64];
+    const char *p = strstr(info->str, "addr=");
+    cr_assert(p != NULL);
+    snprintf(addr, sizeof addr, "%.*s", (int)strcspn(p + 5, " "), p + 5);
+    freeReplyObject(info);
+    IT_INT(it_cmd(a, "CLIENT KILL TYPE pubsub ADDR %s", addr), 0);
+    IT_INT(it_cmd(a, "CLIENT KILL TYPE pubsub USER default"), 1);
+    assert_closed(s2, "the pubsub connection");
+    IT_INT(it_cmd(a, "CLIENT KILL TYPE pubsub"), 0); /* gone, not counted twice */
+    /* SKIPME yes (the default) spares the caller; the other normal ones go. */
+    IT_INT(it_cmd(a, "CLIENT KILL TYPE normal"), 2);
+    assert_closed(n, "n");
+    cr_assert(!raw3_run(s3, ""), "s3 was not closed");
+    listed_names(a, "", names, sizeof names);
+    cr_assert_str_eq(names, "a");
+    /* SKIPME no: the caller too, after its reply. */
+    IT_INT(it_cmd(a, "CLIENT KILL TYPE normal SKIPME no"), 1);
+    assert_closed(a, "the caller");
+    redisFree(a);
+    redisFree(n);
+    redisFree(s2);
+    close(s3);
+    it_stop(d);
+}

@@ -1669,3 +1669,42 @@ Test(snap, sorted_set_structure_errors_are_refused)
     v[1] = 100;
     expect_zset_record_refused(v, 11, "member length");
 }
+
+/* Expiries past the year 2262 (expiry stamps in ms, keyspace.h) come back exactly, are not
+ * taken for past ones on load, and keep their order for GT/LT. */
+Test(snap, far_expiry_stamps_round_trip)
+{
+    static const int64_t ms[] = {KS_STAMP_NS_MS_MAX, KS_STAMP_NS_MS_MAX + 1, 99999999999000LL,
+                                 INT64_MAX - 1, INT64_MAX};
+    enum { N = sizeof(ms) / sizeof(ms[0]) };
+    char key[N][8];
+    for (int i = 0; i < N; i++) {
+        snprintf(key[i], sizeof(key[i]), "far%d", i);
+        set(ks, key[i], strlen(key[i]), "v", 1, ks_stamp_from_ms(ms[i]));
+    }
+    char err[512] = "";
+    uint64_t n;
+    cr_assert_eq(save_ks(ks, tmpdir, "dump.snap", SAVE_AT, &n, err, sizeof(err)), 0, "%s", err);
+    cr_expect_eq(n, N);
+    struct keyspace *fresh = ks_create(4, seed);
+    struct loader l = {fresh, LOAD_LATE, 0, 0, 0, 0};
+    cr_assert_eq(snap_read(path, load_cb, &l, NULL, err, sizeof(err)), 0, "%s", err);
+    cr_expect_eq(l.stored, N);
+    for (int i = 0; i < N; i++) {
+        struct ks_key k = kk(fresh, key[i], strlen(key[i]));
+        int64_t at = 0;
+        cr_assert_eq(ks_expiry(fresh, &k, LOAD_LATE, &at), 1, "%s", key[i]);
+        cr_expect_eq(ks_stamp_ms(at), ms[i], "%s: %lld ms", key[i], (long long)ks_stamp_ms(at));
+        cr_expect_eq(ks_ttl_ns(fresh, &k, LOAD_LATE),
+                     i == 0 ? KS_STAMP_NS_MS_MAX * 1000000 - LOAD_LATE : INT64_MAX);
+        if (i > 0) {
+            /* GT by the earlier one refuses, LT by it takes it: the order is the ms order. */
+            int64_t before = ks_stamp_from_ms(ms[i - 1]);
+            cr_expect_eq(ks_expire(fresh, &k, LOAD_LATE, before, KS_EXPIRE_GT), 0);
+            cr_expect_eq(ks_expire(fresh, &k, LOAD_LATE, before, KS_EXPIRE_LT), 1);
+            cr_assert_eq(ks_expiry(fresh, &k, LOAD_LATE, &at), 1);
+            cr_expect_eq(ks_stamp_ms(at), ms[i - 1]);
+        }
+    }
+    ks_destroy(&fresh);
+}
