@@ -6,9 +6,10 @@
  *   at most zset-max-listpack-entries members of at most zset-max-listpack-value bytes, as
  *   Redis 7.0 converts (zs_watch_limits; Redis's defaults ZS_PACK_MAX_ENTRIES and
  *   ZS_PACK_MAX_MEMBER until then), bounds a packed set can hold up to ZS_PACK_MAX_ENTRIES
- *   members of ZS_PACK_CAP_MEMBER bytes (higher settings act as those). A member that is the canonical decimal of its integral score (a millisecond
- *   timestamp stored as its own score, the rate-limit recipe's shape) is stored as a varint
- *   delta from the previous such score: 3-4 bytes instead of 9 + 13.
+ *   members of ZS_PACK_CAP_MEMBER bytes (higher settings act as those). A member that is the
+ *   canonical decimal of its integral score (a millisecond timestamp stored as its own score,
+ *   the rate-limit recipe's shape) is stored as a varint delta from the previous such score:
+ *   3-4 bytes instead of 9 + 13.
  * - big: a skip list with spans (rank in O(log n)) plus an open-addressing hash index from
  *   member to node (ZSCORE, ZADD of an existing member in O(1)). A set converts packed -> big
  *   when it outgrows the limits, never back.

@@ -7,9 +7,10 @@
  * (hashval.h), "listpack" or "hashtable"; sorted sets (window logs too) likewise, "listpack" or
  * "skiplist" (zset.h), and past the bounds a packed set can hold as a fresh write would build
  * them in Redis; lists "quicklist" (7.0 has no other list encoding); a lease set "raw" (a module
- * value). A string grown by APPEND is "raw" in Redis at any length. IDLETIME and FREQ read the access
- * data of an LRU or LFU policy (src/store/ks_evict.c); under the other policies rlimitd keeps none
- * (the price of no byte per key), so IDLETIME answers an error there where Redis answers a time. */
+ * value). A string grown by APPEND is "raw" in Redis at any length. IDLETIME and FREQ read the
+ * access data of an LRU or LFU policy (src/store/ks_evict.c); under the other policies rlimitd
+ * keeps none (the price of no byte per key), so IDLETIME answers an error there where Redis answers
+ * a time. */
 #include <limits.h>
 #include <string.h>
 

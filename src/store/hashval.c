@@ -288,8 +288,7 @@ static struct hashval *to_table(struct packed *p)
     while (pos < p->h.used) {
         struct pair q;
         pair_at(p->data, pos, &q);
-        table_put_new(t, (const char *)p->data + q.f, q.flen, (const char *)p->data + q.v,
-                      q.vlen);
+        table_put_new(t, (const char *)p->data + q.f, q.flen, (const char *)p->data + q.v, q.vlen);
         pos = q.end;
     }
     if (!p->h.local)
@@ -331,7 +330,8 @@ int hv_set(struct hashval **hp, const char *f, size_t flen, const char *v, size_
         struct pair q;
         long pos = packed_find(p, f, flen, &q);
         size_t span = len_size(vlen) + vlen; /* the new value with its prefix */
-        size_t need = pos >= 0 ? h->used - (q.end - q.vh) + span : h->used + len_size(flen) + flen + span;
+        size_t need =
+            pos >= 0 ? h->used - (q.end - q.vh) + span : h->used + len_size(flen) + flen + span;
         int fits = flen <= maxlen && vlen <= maxlen && need <= PACKED_MAX_BYTES &&
                    (uint64_t)h->count + (pos < 0) <= maxn;
         if (fits) {
