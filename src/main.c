@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include "rlimitd/conf.h"
+#include "rlimitd/hashval.h"
 #include "rlimitd/keyspace.h"
 #include "rlimitd/log.h"
 #include "rlimitd/notify.h"
 #include "rlimitd/persist.h"
 #include "rlimitd/server.h"
 #include "rlimitd/snap.h"
+#include "rlimitd/zset.h"
 #include "rlimitd_version.h"
 
 /* 256 shards: a power of two, 16 per thread even at the CONF_MAX_THREADS maximum (DESIGN.md). */
@@ -175,6 +177,10 @@ int main(int argc, char **argv)
         return 1;
     }
     struct keyspace *ks = ks_create(SHARD_BITS, seed);
+    /* The snapshot's hashes and sorted sets load into the encodings the configuration's bounds
+     * give, as Redis's do (the command layer watches the same words once it starts). */
+    hv_watch_limits(&conf.hash_max_listpack_entries, &conf.hash_max_listpack_value);
+    zs_watch_limits(&conf.zset_max_listpack_entries, &conf.zset_max_listpack_value);
     struct persist *persist = persist_create(ks, &conf);
     /* SNAPSHOT.md: the snapshot is loaded before the port opens; a bad one stops the start. */
     notify_init((int)conf.supervised);

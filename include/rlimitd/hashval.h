@@ -1,12 +1,13 @@
 /* hashval.h - a hash value (HSET and friends): field -> value, both binary strings.
  *
- * Two encodings, as Redis's listpack and dict. Small hashes (at most HV_PACKED_MAX_ENTRIES
- * fields, every field and value at most HV_PACKED_MAX_LEN bytes) are packed: a header and the
- * pairs back to back, each string prefixed by its length byte, in insertion order (an update
- * keeps the field's place, as Redis's listpack does); lookups scan it. A packed hash lives in one
- * malloc block, or in a caller's struct hv_local (no malloc until it outgrows it). A hash that
- * outgrows either bound becomes a chained table of one node per field (keyed SipHash against
- * flooding), and stays one.
+ * Two encodings, as Redis's listpack and dict. Small hashes are packed: a header and the pairs
+ * back to back, each string prefixed by its length, in insertion order (an update keeps the
+ * field's place, as Redis's listpack does); lookups scan it. A packed hash lives in one malloc
+ * block, or in a caller's struct hv_local (no malloc until it outgrows it). hv_set makes it a
+ * chained table of one node per field (keyed SipHash against flooding) exactly where Redis 7.0
+ * converts a listpack hash: a field or value longer than hash-max-listpack-value, or more fields
+ * than hash-max-listpack-entries after the set (hv_watch_limits; HV_PACKED_MAX_* until then). A
+ * table stays one; a copy (hv_clone, which a load or RESTORE makes) is packed again if it fits.
  *
  * A packed hash also has a compact form for storage (hv_compact_write / hv_compact_load), which
  * the keyspace keeps inside the key's entry: the same pairs without the header, each value that
@@ -19,7 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HV_PACKED_MAX_ENTRIES 128
+/* The bounds before hv_watch_limits (Redis's defaults); HV_PACKED_MAX_LEN is also the longest
+ * string value of the compact form. */
+#define HV_PACKED_MAX_ENTRIES 512
 #define HV_PACKED_MAX_LEN 64
 
 struct hashval;
@@ -37,6 +40,11 @@ struct hv_local {
 
 /* The SipHash key of the table encoding (the keyspace's seed); before any hv_set. */
 void hv_set_seed(const uint8_t seed[16]);
+
+/* Reads the packed bounds from then on at *entries and *value (the configuration's
+ * hash-max-listpack-entries and -value, which it may change at any time: read relaxed, once per
+ * set); NULLs restore the defaults. */
+void hv_watch_limits(const int64_t *entries, const int64_t *value);
 
 struct hashval *hv_new(void);
 /* A copy (same pairs; packed if they fit). */
@@ -57,8 +65,9 @@ struct hashval *hv_to_heap(struct hashval *h);
 size_t hv_compact_write(const struct hashval *h, unsigned char *out, size_t cap);
 /* A packed hash in buf holding what the n bytes at c (from hv_compact_write) encode. */
 struct hashval *hv_compact_load(struct hv_local *buf, const unsigned char *c, size_t n);
-/* HSET's common case on a compact form (n bytes at c): if field f is there and value v's
- * encoding is exactly as long as the current one's, rewrites it in place and returns 1; else
+/* HSET's common case on a compact form (n bytes at c): if field f is there, value v's encoding
+ * is exactly as long as the current one's, and hv_set would keep the hash packed, rewrites it in
+ * place and returns 1; else
  * returns 0 and c is unchanged (the caller loads, sets and writes the hash instead). */
 int hv_compact_update(unsigned char *c, size_t n, const char *f, size_t flen, const char *v,
                       size_t vlen);

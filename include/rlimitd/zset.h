@@ -3,10 +3,13 @@
  *
  * Two encodings behind one interface:
  * - packed: one malloc'd block, entries sorted, no per-entry allocation. Used while the set has
- *   at most ZS_PACK_MAX_ENTRIES members of at most ZS_PACK_MAX_MEMBER bytes (Redis's listpack
- *   limits). A member that is the canonical decimal of its integral score (a millisecond
- *   timestamp stored as its own score, the rate-limit recipe's shape) is stored as a varint
- *   delta from the previous such score: 3-4 bytes instead of 9 + 13.
+ *   at most zset-max-listpack-entries members of at most zset-max-listpack-value bytes, as
+ *   Redis 7.0 converts (zs_watch_limits; Redis's defaults ZS_PACK_MAX_ENTRIES and
+ *   ZS_PACK_MAX_MEMBER until then), bounds a packed set can hold up to ZS_PACK_MAX_ENTRIES
+ *   members of ZS_PACK_CAP_MEMBER bytes (higher settings act as those). A member that is the
+ *   canonical decimal of its integral score (a millisecond timestamp stored as its own score,
+ *   the rate-limit recipe's shape) is stored as a varint delta from the previous such score:
+ *   3-4 bytes instead of 9 + 13.
  * - big: a skip list with spans (rank in O(log n)) plus an open-addressing hash index from
  *   member to node (ZSCORE, ZADD of an existing member in O(1)). A set converts packed -> big
  *   when it outgrows the limits, never back.
@@ -19,15 +22,21 @@
 
 #define ZS_PACK_MAX_ENTRIES 128
 #define ZS_PACK_MAX_MEMBER 64
+#define ZS_PACK_CAP_MEMBER 255 /* a packed member's length is one byte */
 
 struct zset;
 
 /* The seed of the member hash of big sets (hash flooding resistance); set once at start. */
 void zs_set_seed(const uint8_t seed[16]);
 
-/* An empty set; packed unless the caller already knows it will hold more than
- * ZS_PACK_MAX_ENTRIES members or one longer than ZS_PACK_MAX_MEMBER (Redis 7 does the same,
- * which decides whether a score of -0 reads back as "0" or "-0"). */
+/* Reads the packed bounds from then on at *entries and *value (the configuration's
+ * zset-max-listpack-entries and -value, which it may change at any time: read relaxed, once per
+ * add); NULLs restore the defaults. */
+void zs_watch_limits(const int64_t *entries, const int64_t *value);
+
+/* An empty set; packed unless the caller already knows it will hold more members or a longer
+ * one than the packed bounds allow (Redis 7 does the same, which decides whether a score of -0
+ * reads back as "0" or "-0"). */
 struct zset *zs_new(size_t size_hint, size_t max_member_hint);
 void zs_free(struct zset *z);
 /* A deep copy (snapshots, conversions). */

@@ -12,8 +12,10 @@
 #include <string.h>
 
 #include "rlimitd/clock.h"
+#include "rlimitd/hashval.h"
 #include "rlimitd/pubsub.h"
 #include "rlimitd/script.h"
+#include "rlimitd/zset.h"
 #include "cmd_notify.h"
 #include "cmd_run.h"
 #include "cmd_tx.h"
@@ -82,6 +84,10 @@ void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
     env->stats_base = xcalloc(1, sizeof(struct stats));
     env->top = limiter_top_create((uint32_t)conf->limiter_top_size);
     cmd_notify_attach(ks, conf);
+    /* CONFIG SET writes these in place; the stores read them on each change (Redis's live
+     * conversion bounds). */
+    hv_watch_limits(&conf->hash_max_listpack_entries, &conf->hash_max_listpack_value);
+    zs_watch_limits(&conf->zset_max_listpack_entries, &conf->zset_max_listpack_value);
     if (ks != NULL) {
         env->script_since = xcalloc(ks_nshards(ks), sizeof(*env->script_since));
     }
@@ -93,6 +99,8 @@ void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
 void cmd_env_deinit(struct cmd_env *env)
 {
     cmd_notify_detach(env->ks);
+    hv_watch_limits(NULL, NULL);
+    zs_watch_limits(NULL, NULL);
     slowlog_destroy(&env->slowlog);
     limiter_top_destroy(&env->top);
     free(env->stats_base);

@@ -39,6 +39,12 @@ static void finish_gcra(struct cmd_ctx *x, enum stats_lim kind, const char *even
  * -1 once the timeout's error is answered. */
 static int split_wait(struct cmd_ctx *x, int min_argc, int *argc, int *has, int64_t *ms)
 {
+    if (x->argc < min_argc + 2) { /* no room for WAIT: the common case, decided without a call */
+        *argc = x->argc;
+        *has = 0;
+        *ms = 0;
+        return 0;
+    }
     const char *err;
     if (wait_split(x->argc, (const char *const *)x->argv, x->lens, min_argc, argc, has, ms,
                    &err) != 0) {

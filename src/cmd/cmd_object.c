@@ -2,14 +2,15 @@
  * (COMMANDS.md, OBJECT).
  *
  * rlimitd's structures are not Redis's, so ENCODING names the encoding Redis 7.0 would report
- * for the same value as a fresh write would build it: strings "int" (a 64-bit integer, and GCRA
- * state), "embstr" up to 44 bytes, "raw" above; hashes and sorted sets (window logs too) "listpack"
- * while within hash-/zset-max-listpack-entries and -value, else "hashtable" / "skiplist"; lists
- * "quicklist" (7.0 has no other list encoding); a lease set "raw" (a module value). Redis never
- * converts back, so a hash that once outgrew the thresholds and shrank answers differently there,
- * and a string grown by APPEND is "raw" in Redis at any length. IDLETIME and FREQ read the access
- * data of an LRU or LFU policy (src/store/ks_evict.c); under the other policies rlimitd keeps none
- * (the price of no byte per key), so IDLETIME answers an error there where Redis answers a time. */
+ * for the same value: strings "int" (a 64-bit integer, and GCRA state), "embstr" up to 44 bytes,
+ * "raw" above; a hash the encoding it is stored in, which converts where Redis's does
+ * (hashval.h), "listpack" or "hashtable"; sorted sets (window logs too) likewise, "listpack" or
+ * "skiplist" (zset.h), and past the bounds a packed set can hold as a fresh write would build
+ * them in Redis; lists "quicklist" (7.0 has no other list encoding); a lease set "raw" (a module
+ * value). A string grown by APPEND is "raw" in Redis at any length. IDLETIME and FREQ read the
+ * access data of an LRU or LFU policy (src/store/ks_evict.c); under the other policies rlimitd
+ * keeps none (the price of no byte per key), so IDLETIME answers an error there where Redis answers
+ * a time. */
 #include <limits.h>
 #include <string.h>
 
@@ -54,26 +55,16 @@ static int policy_is_lru(int64_t p)
 /* Redis's 44-byte embstr limit (an object header and the string in one 64-byte allocation). */
 #define EMBSTR_MAX 44
 
-static const char *hash_encoding(struct cmd_ctx *x, const struct hashval *h)
-{
-    int64_t entries = __atomic_load_n(&x->env->conf->hash_max_listpack_entries, __ATOMIC_RELAXED);
-    int64_t value = __atomic_load_n(&x->env->conf->hash_max_listpack_value, __ATOMIC_RELAXED);
-    if ((int64_t)hv_count(h) > entries)
-        return "hashtable";
-    struct hv_iter it;
-    const char *f, *v;
-    size_t flen, vlen;
-    hv_iter_init(&it, h);
-    while (hv_next(&it, &f, &flen, &v, &vlen))
-        if ((int64_t)flen > value || (int64_t)vlen > value)
-            return "hashtable";
-    return "listpack";
-}
-
+/* The encoding a sorted set is stored in, which converts where Redis's does (zset.h); past what a
+ * packed set can hold, the one a fresh write would build in Redis. */
 static const char *zset_encoding(struct cmd_ctx *x, const struct zset *z)
 {
     int64_t entries = __atomic_load_n(&x->env->conf->zset_max_listpack_entries, __ATOMIC_RELAXED);
     int64_t value = __atomic_load_n(&x->env->conf->zset_max_listpack_value, __ATOMIC_RELAXED);
+    if (zs_is_packed(z))
+        return "listpack";
+    if (entries <= ZS_PACK_MAX_ENTRIES && value <= ZS_PACK_CAP_MEMBER)
+        return "skiplist";
     size_t n = zs_card(z);
     if ((int64_t)n > entries)
         return "skiplist";
@@ -107,7 +98,7 @@ static const char *encoding(struct cmd_ctx *x)
         struct ks_href r;
         if (ks_hash_open(x->env->ks, &x->keys[0], x->now, KS_H_READ, &r) != KS_OK || r.h == NULL)
             return NULL;
-        return hash_encoding(x, r.h); /* a read open needs no close */
+        return hv_is_packed(r.h) ? "listpack" : "hashtable"; /* a read open needs no close */
     }
     default: { /* KS_ZSET, KS_SWLOG (shown as a sorted set) */
         struct ks_zref r;

@@ -49,6 +49,10 @@ static int reply_string_at(struct cmd_ctx *x, const struct ks_key *key)
         reply_nil(x->out);
         return 0;
     }
+    if (v.type == KS_RAW) { /* string_bytes's first case, without its call: GET's common one */
+        reply_bulk(x->out, v.p, v.len);
+        return 0;
+    }
     char buf[24];
     const char *p;
     size_t len;

@@ -630,7 +630,9 @@ static void process(struct client *c)
         c->thread->running = c; /* a busy script's serve leaves its input and replies alone */
         cmd_execute(net->env, &c->session, cmd.argc, cmd.argv, cmd.lens, &c->out);
         c->thread->running = NULL;
-        if (blocked_park(c, cmd.argc, cmd.argv, cmd.lens))
+        /* The waiter test is blocked_park's own, made here so a command that parks nothing
+         * makes no call. */
+        if (c->session.waiter != NULL && blocked_park(c, cmd.argc, cmd.argv, cmd.lens))
             break; /* the commands behind it wait (blocked.c) */
         if (c->session.flags & SESSION_CLOSE_AFTER_REPLY)
             client_close_after_flush(c);

@@ -442,8 +442,21 @@ static int parse_zset(struct range_pass *rp, struct cursor *c, struct ks_record 
         rp->zerr = "bad sorted set length";
         return -1;
     }
-    if (rp->pass == 1)
-        rp->zs = zs_new((size_t)count, 0);
+    if (rp->pass == 1) {
+        /* Packed only if the whole set fits the bounds, as Redis loads one (a -0 score stays -0
+         * in a set that does not): the longest member first, read ahead; the loop below checks
+         * what this skims. */
+        struct cursor ahead = *c;
+        uint64_t longest = 0;
+        for (uint64_t i = 0; i < count; i++) {
+            if (get_varint(&ahead, &len) != 0 || len > ahead.end - ahead.off ||
+                ahead.end - ahead.off - len < 8)
+                break;
+            longest = len > longest ? len : longest;
+            ahead.off += (size_t)len + 8;
+        }
+        rp->zs = zs_new((size_t)count, (size_t)longest);
+    }
     for (uint64_t i = 0; i < count; i++) {
         if (get_varint(c, &len) != 0 || len > c->end - c->off) {
             rp->zerr = "bad sorted set member length";

@@ -12,14 +12,15 @@
 /* Common head: which encoding, and the field count. */
 struct hashval {
     uint32_t count;
+    uint32_t used; /* packed: bytes of data in use (at most PACKED_MAX_BYTES) */
     uint8_t big;
     uint8_t local; /* packed in a struct hv_local: not malloc'd, HV_LOCAL_BYTES in all */
-    uint16_t used; /* packed: bytes of data in use */
 };
 
-/* Packed: the head, then pairs as [flen][field][vlen][value] (lengths <= HV_PACKED_MAX_LEN fit a
- * byte). Capacity is what malloc gave (malloc_usable_size), so growth wastes nothing beyond its
- * size class, or the struct hv_local's. */
+/* Packed: the head, then pairs as [flen][field][vlen][value], each length one byte below
+ * LEN_LONG, else LEN_LONG and 4 bytes (little-endian). Capacity is what malloc gave
+ * (malloc_usable_size), so growth wastes nothing beyond its size class, or the struct
+ * hv_local's. */
 struct packed {
     struct hashval h;
     unsigned char data[];
@@ -43,6 +44,22 @@ static uint8_t seed_[16];
 void hv_set_seed(const uint8_t seed[16])
 {
     memcpy(seed_, seed, 16);
+}
+
+/* The live bounds (hv_watch_limits): read once per hv_set, relaxed, as the configuration
+ * writes them in place. */
+static const int64_t *lim_entries_, *lim_value_;
+
+void hv_watch_limits(const int64_t *entries, const int64_t *value)
+{
+    __atomic_store_n(&lim_entries_, entries, __ATOMIC_RELEASE);
+    __atomic_store_n(&lim_value_, value, __ATOMIC_RELEASE);
+}
+
+static uint64_t limit_of(const int64_t *const *src, uint64_t dflt)
+{
+    const int64_t *p = __atomic_load_n(src, __ATOMIC_ACQUIRE);
+    return p != NULL ? (uint64_t)__atomic_load_n(p, __ATOMIC_RELAXED) : dflt;
 }
 
 struct hashval *hv_new(void)
@@ -115,16 +132,67 @@ size_t hv_bytes(const struct hashval *h)
 
 /* ---- packed ---- */
 
-/* Offset of field f's pair, or -1. */
-static long packed_find(const struct packed *p, const char *f, size_t flen)
+#define LEN_LONG 255
+/* Redis's listpack safety bound: a hash that would pack more data than this is a table. */
+#define PACKED_MAX_BYTES ((size_t)1 << 30)
+
+static size_t len_size(size_t len)
+{
+    return len < LEN_LONG ? 1 : 5;
+}
+
+/* Writes len's prefix at d; returns its size. */
+static size_t len_put(unsigned char *d, size_t len)
+{
+    if (len < LEN_LONG) {
+        d[0] = (unsigned char)len;
+        return 1;
+    }
+    uint32_t u = (uint32_t)len;
+    d[0] = LEN_LONG;
+    for (int i = 0; i < 4; i++, u >>= 8)
+        d[1 + i] = (unsigned char)u;
+    return 5;
+}
+
+/* A pair decoded: field at data + f, value at data + v, the next pair at data + end. */
+struct pair {
+    size_t f, flen, vh, v, vlen, end; /* vh: the value's length prefix */
+};
+
+static size_t len_get(const unsigned char *d, size_t *at)
+{
+    size_t len = d[*at];
+    if (len != LEN_LONG) {
+        *at += 1;
+        return len;
+    }
+    len = (size_t)d[*at + 1] | (size_t)d[*at + 2] << 8 | (size_t)d[*at + 3] << 16 |
+          (size_t)d[*at + 4] << 24;
+    *at += 5;
+    return len;
+}
+
+static void pair_at(const unsigned char *d, size_t pos, struct pair *q)
+{
+    q->flen = len_get(d, &pos);
+    q->f = pos;
+    q->vh = pos + q->flen;
+    pos = q->vh;
+    q->vlen = len_get(d, &pos);
+    q->v = pos;
+    q->end = pos + q->vlen;
+}
+
+/* Offset of field f's pair (decoded into *q), or -1. */
+static long packed_find(const struct packed *p, const char *f, size_t flen, struct pair *q)
 {
     size_t pos = 0;
     while (pos < p->h.used) {
-        size_t fl = p->data[pos];
-        size_t vl = p->data[pos + 1 + fl];
-        if (fl == flen && memcmp(p->data + pos + 1, f, flen) == 0)
+        pair_at(p->data, pos, q);
+        if (q->flen == flen && memcmp(p->data + q->f, f, flen) == 0)
             return (long)pos;
-        pos += 2 + fl + vl;
+        pos = q->end;
     }
     return -1;
 }
@@ -218,11 +286,10 @@ static struct hashval *to_table(struct packed *p)
     t->b = xcalloc(n, sizeof(*t->b));
     size_t pos = 0;
     while (pos < p->h.used) {
-        size_t fl = p->data[pos];
-        size_t vl = p->data[pos + 1 + fl];
-        table_put_new(t, (const char *)p->data + pos + 1, fl, (const char *)p->data + pos + 2 + fl,
-                      vl);
-        pos += 2 + fl + vl;
+        struct pair q;
+        pair_at(p->data, pos, &q);
+        table_put_new(t, (const char *)p->data + q.f, q.flen, (const char *)p->data + q.v, q.vlen);
+        pos = q.end;
     }
     if (!p->h.local)
         free(p);
@@ -242,12 +309,11 @@ int hv_get(const struct hashval *h, const char *f, size_t flen, const char **v, 
         return 1;
     }
     const struct packed *p = (const struct packed *)h;
-    long pos = packed_find(p, f, flen);
-    if (pos < 0)
+    struct pair q;
+    if (packed_find(p, f, flen, &q) < 0)
         return 0;
-    size_t fl = p->data[pos];
-    *vlen = p->data[(size_t)pos + 1 + fl];
-    *v = (const char *)p->data + pos + 2 + fl;
+    *vlen = q.vlen;
+    *v = (const char *)p->data + q.v;
     return 1;
 }
 
@@ -255,35 +321,41 @@ int hv_set(struct hashval **hp, const char *f, size_t flen, const char *v, size_
 {
     struct hashval *h = *hp;
     if (!h->big) {
+        /* Redis 7.0's conversion: a field or value longer than hash-max-listpack-value, or more
+         * fields than hash-max-listpack-entries once set (an update counts too), or more data
+         * than Redis's listpack safety bound, makes it a table. */
+        uint64_t maxlen = limit_of(&lim_value_, HV_PACKED_MAX_LEN);
+        uint64_t maxn = limit_of(&lim_entries_, HV_PACKED_MAX_ENTRIES);
         struct packed *p = (struct packed *)h;
-        long pos = packed_find(p, f, flen);
-        int fits = flen <= HV_PACKED_MAX_LEN && vlen <= HV_PACKED_MAX_LEN &&
-                   (pos >= 0 || h->count < HV_PACKED_MAX_ENTRIES);
+        struct pair q;
+        long pos = packed_find(p, f, flen, &q);
+        size_t span = len_size(vlen) + vlen; /* the new value with its prefix */
+        size_t need =
+            pos >= 0 ? h->used - (q.end - q.vh) + span : h->used + len_size(flen) + flen + span;
+        int fits = flen <= maxlen && vlen <= maxlen && need <= PACKED_MAX_BYTES &&
+                   (uint64_t)h->count + (pos < 0) <= maxn;
         if (fits) {
-            size_t old = pos >= 0 ? p->data[(size_t)pos + 1 + flen] : 0;
-            size_t need = h->used + (pos >= 0 ? vlen - old : 2 + flen + vlen);
             if (need > packed_room(p)) {
                 p = packed_grow(p, need);
                 *hp = &p->h;
             }
             if (pos >= 0) {
                 /* In place, keeping the field's position (Redis's listpack order). */
-                unsigned char *val = p->data + pos + 2 + flen;
-                if (vlen != old) {
-                    size_t tail = p->h.used - (size_t)(val + old - p->data);
-                    memmove(val + vlen, val + old, tail);
-                }
-                val[-1] = (unsigned char)vlen;
-                memcpy(val, v, vlen);
-                p->h.used = (uint16_t)need;
+                unsigned char *val = p->data + q.vh;
+                if (span != q.end - q.vh)
+                    memmove(val + span, p->data + q.end, p->h.used - q.end);
+                size_t hl = len_put(val, vlen);
+                memcpy(val + hl, v, vlen);
+                p->h.used = (uint32_t)need;
                 return 0;
             }
             unsigned char *d = p->data + p->h.used;
-            d[0] = (unsigned char)flen;
-            memcpy(d + 1, f, flen);
-            d[1 + flen] = (unsigned char)vlen;
-            memcpy(d + 2 + flen, v, vlen);
-            p->h.used = (uint16_t)need;
+            d += len_put(d, flen);
+            memcpy(d, f, flen);
+            d += flen;
+            d += len_put(d, vlen);
+            memcpy(d, v, vlen);
+            p->h.used = (uint32_t)need;
             p->h.count++;
             return 1;
         }
@@ -323,12 +395,13 @@ int hv_del(struct hashval **hp, const char *f, size_t flen)
         return 1;
     }
     struct packed *p = (struct packed *)h;
-    long pos = packed_find(p, f, flen);
+    struct pair q;
+    long pos = packed_find(p, f, flen, &q);
     if (pos < 0)
         return 0;
-    size_t len = 2 + flen + p->data[(size_t)pos + 1 + flen];
-    memmove(p->data + pos, p->data + pos + len, p->h.used - (size_t)pos - len);
-    p->h.used = (uint16_t)(p->h.used - len);
+    size_t len = q.end - (size_t)pos;
+    memmove(p->data + pos, p->data + q.end, p->h.used - q.end);
+    p->h.used = (uint32_t)(p->h.used - len);
     p->h.count--;
     return 1;
 }
@@ -346,13 +419,13 @@ int hv_next(struct hv_iter *it, const char **f, size_t *flen, const char **v, si
         const struct packed *p = (const struct packed *)it->h;
         if (it->pos >= p->h.used)
             return 0;
-        size_t fl = p->data[it->pos];
-        size_t vl = p->data[it->pos + 1 + fl];
-        *f = (const char *)p->data + it->pos + 1;
-        *flen = fl;
-        *v = (const char *)p->data + it->pos + 2 + fl;
-        *vlen = vl;
-        it->pos += 2 + fl + vl;
+        struct pair q;
+        pair_at(p->data, it->pos, &q);
+        *f = (const char *)p->data + q.f;
+        *flen = q.flen;
+        *v = (const char *)p->data + q.v;
+        *vlen = q.vlen;
+        it->pos = q.end;
         return 1;
     }
     const struct table *t = (const struct table *)it->h;
@@ -394,18 +467,21 @@ size_t hv_compact_write(const struct hashval *h, unsigned char *out, size_t cap)
     const struct packed *p = (const struct packed *)h;
     size_t pos = 0, n = 0;
     while (pos < p->h.used) {
-        size_t fl = p->data[pos];
-        size_t vl = p->data[pos + 1 + fl];
-        const char *v = (const char *)p->data + pos + 2 + fl;
+        struct pair q;
+        pair_at(p->data, pos, &q);
+        size_t fl = q.flen, vl = q.vlen;
+        const char *v = (const char *)p->data + q.v;
         int64_t iv;
         size_t w = 0;
         if (vl > 0 && vl <= 20 && util_parse_i64(v, vl, &iv) == 0)
             w = int_width(iv);
+        else if (vl > HV_PACKED_MAX_LEN)
+            return 0; /* a string tag holds at most HV_PACKED_MAX_LEN */
         size_t take = 2 + fl + (w ? w : vl);
         if (n + take > cap)
             return 0;
         out[n] = (unsigned char)fl;
-        memcpy(out + n + 1, p->data + pos + 1, fl);
+        memcpy(out + n + 1, p->data + q.f, fl);
         n += 1 + fl;
         if (w) {
             out[n++] = (unsigned char)(VTAG_INT + w);
@@ -417,7 +493,7 @@ size_t hv_compact_write(const struct hashval *h, unsigned char *out, size_t cap)
             memcpy(out + n, v, vl);
             n += vl;
         }
-        pos += 2 + fl + vl;
+        pos = q.end;
     }
     return n;
 }
@@ -454,7 +530,7 @@ struct hashval *hv_compact_load(struct hv_local *buf, const unsigned char *c, si
         }
         p->h.count++;
     }
-    p->h.used = (uint16_t)(d - p->data);
+    p->h.used = (uint32_t)(d - p->data);
     return &p->h;
 }
 
@@ -483,6 +559,11 @@ static size_t encode_value(const char *v, size_t vlen, unsigned char *out, const
 int hv_compact_update(unsigned char *c, size_t n, const char *f, size_t flen, const char *v,
                       size_t vlen)
 {
+    /* What hv_set would convert to a table is not done here. */
+    uint64_t maxlen = limit_of(&lim_value_, HV_PACKED_MAX_LEN);
+    uint64_t maxn = limit_of(&lim_entries_, HV_PACKED_MAX_ENTRIES);
+    if (flen > maxlen || vlen > maxlen || (maxn < HV_COMPACT_MAX && hv_compact_count(c, n) > maxn))
+        return 0;
     size_t pos = 0;
     while (pos < n) {
         size_t fl = c[pos];

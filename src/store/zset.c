@@ -336,9 +336,26 @@ static struct zset *packed_empty(void)
     return z;
 }
 
+static const int64_t *lim_entries_, *lim_value_;
+
+void zs_watch_limits(const int64_t *entries, const int64_t *value)
+{
+    __atomic_store_n(&lim_entries_, entries, __ATOMIC_RELEASE);
+    __atomic_store_n(&lim_value_, value, __ATOMIC_RELEASE);
+}
+
+/* The watched limit at *src (dflt if none), capped at what a packed set holds. */
+static size_t pack_limit(const int64_t *const *src, size_t dflt, size_t cap)
+{
+    const int64_t *p = __atomic_load_n(src, __ATOMIC_ACQUIRE);
+    uint64_t v = p != NULL ? (uint64_t)__atomic_load_n(p, __ATOMIC_RELAXED) : dflt;
+    return v < cap ? (size_t)v : cap;
+}
+
 struct zset *zs_new(size_t size_hint, size_t max_member_hint)
 {
-    if (size_hint > ZS_PACK_MAX_ENTRIES || max_member_hint > ZS_PACK_MAX_MEMBER)
+    if (size_hint > pack_limit(&lim_entries_, ZS_PACK_MAX_ENTRIES, ZS_PACK_MAX_ENTRIES) ||
+        max_member_hint > pack_limit(&lim_value_, ZS_PACK_MAX_MEMBER, ZS_PACK_CAP_MEMBER))
         return &big_new()->hdr;
     return packed_empty();
 }
@@ -488,7 +505,8 @@ int zs_add(struct zset **zp, const char *m, size_t len, double score, unsigned f
     *newscore = out;
     if (!apply)
         return ZS_NOP;
-    if (i < 0 && (v.n + 1 > ZS_PACK_MAX_ENTRIES || len > ZS_PACK_MAX_MEMBER)) {
+    if (i < 0 && (v.n + 1 > pack_limit(&lim_entries_, ZS_PACK_MAX_ENTRIES, ZS_PACK_MAX_ENTRIES) ||
+                  len > pack_limit(&lim_value_, ZS_PACK_MAX_MEMBER, ZS_PACK_CAP_MEMBER))) {
         /* Converted first, then added as a big set would: Redis's order, so a -0 stays -0. */
         struct zbig *b = to_big(z);
         free(z);

@@ -6,7 +6,7 @@
  * Packed block: [header 8][entries], entries in (score, member) order, each
  *   tag 0: the member is the canonical decimal of the integral score |s| < 2^53; then the
  *          zigzag varint of (score - previous tag-0 score), the first against 0.
- *   tag 1: 8-byte double, 1-byte member length (<= ZS_PACK_MAX_MEMBER), member bytes.
+ *   tag 1: 8-byte double, 1-byte member length (<= ZS_PACK_CAP_MEMBER), member bytes.
  * Every write decodes the block into arrays (at most 128 entries), changes them and encodes a
  * new block: O(n) with n <= 128, as Redis's listpack is, and the delta coding needs no in-place
  * fix-ups. A score of -0 is stored as 0 in a packed set (Redis's listpack does the same).

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rlimitd/hashval.h"
 
@@ -145,6 +146,8 @@ Test(hashval, integers_are_smaller)
 
 Test(hashval, local_outgrows_buffer)
 {
+    int64_t entries = 128, value = 64;
+    hv_watch_limits(&entries, &value);
     srand(5);
     for (int round = 0; round < 200; round++) {
         struct hv_local buf;
@@ -157,7 +160,7 @@ Test(hashval, local_outgrows_buffer)
         struct pair *m = calloc(200, sizeof(*m));
         size_t n = 1;
         m[0] = (struct pair){.f = "f", .v = "1", .flen = 1, .vlen = 1};
-        int target = 1 + rand() % 180; /* past 128 fields the hash becomes a table */
+        int target = 1 + rand() % 180; /* past 128 fields (set below) it becomes a table */
         while ((int)n < target) {
             struct pair p;
             p.flen = (size_t)snprintf(p.f, sizeof(p.f), "field-%zu", n);
@@ -227,4 +230,84 @@ Test(hashval, compact_update_matches_general_path)
         }
     }
     cr_assert(inplace > 100 && declined > 100, "%d in place, %d declined", inplace, declined);
+}
+
+/* The packed bounds follow the watched limits as Redis 7.0's conversion does, at every seeded
+ * bound (0 and 1 included, and lengths past one length byte): the hash is packed exactly while
+ * no set has gone past them, keeps insertion order while packed, and an update past the entry
+ * bound (lowered meanwhile) converts it too. */
+Test(hashval, live_limits)
+{
+    unsigned seed = (unsigned)getpid();
+    srand(seed);
+    static char big[2000];
+    memset(big, 'x', sizeof(big));
+    for (int round = 0; round < 300; round++) {
+        int64_t entries = rand() % 3 == 0 ? rand() % 3 : rand() % 40;
+        int64_t value = rand() % 3 == 0 ? rand() % 3 : rand() % 600;
+        hv_watch_limits(&entries, &value);
+        struct hashval *h = hv_new();
+        struct {
+            char f[16];
+            size_t flen, vlen;
+        } m[64];
+        size_t n = 0;
+        int packed = 1;
+        int sets = rand() % 50;
+        for (int i = 0; i < sets; i++) {
+            size_t k = (size_t)rand() % 50, vlen = (size_t)rand() % 700;
+            if (rand() % 4 == 0)
+                vlen = (size_t)rand() % 3;
+            char f[16];
+            size_t flen = (size_t)snprintf(f, sizeof(f), "%zu", k);
+            size_t at = n;
+            for (size_t j = 0; j < n; j++)
+                if (m[j].flen == flen && memcmp(m[j].f, f, flen) == 0)
+                    at = j;
+            int isnew = at == n;
+            if (isnew) {
+                memcpy(m[n].f, f, flen);
+                m[n].flen = flen;
+                n++;
+            }
+            m[at].vlen = vlen;
+            if ((int64_t)flen > value || (int64_t)vlen > value || (int64_t)n > entries)
+                packed = 0;
+            cr_assert_eq(hv_set(&h, f, flen, big, vlen), isnew, "seed %u", seed);
+            cr_assert_eq(hv_is_packed(h), packed, "seed %u round %d set %d", seed, round, i);
+        }
+        cr_assert_eq(hv_count(h), n, "seed %u", seed);
+        struct hv_iter it;
+        const char *f, *v;
+        size_t flen, vlen, i = 0;
+        hv_iter_init(&it, h);
+        while (hv_next(&it, &f, &flen, &v, &vlen)) {
+            size_t j = i;
+            if (!packed) /* table order: find it */
+                for (j = 0; j < n && !(m[j].flen == flen && memcmp(m[j].f, f, flen) == 0); j++)
+                    ;
+            cr_assert(j < n && m[j].flen == flen && memcmp(m[j].f, f, flen) == 0, "seed %u", seed);
+            cr_assert_eq(vlen, m[j].vlen, "seed %u", seed);
+            cr_assert(memcmp(v, big, vlen) == 0);
+            i++;
+        }
+        cr_assert_eq(i, n);
+        /* A copy is packed again if it fits the bounds now (a reload or RESTORE). */
+        struct hashval *c = hv_clone(h);
+        int fits = (int64_t)n <= entries;
+        for (size_t j = 0; j < n; j++)
+            if ((int64_t)m[j].flen > value || (int64_t)m[j].vlen > value)
+                fits = 0;
+        cr_assert_eq(hv_is_packed(c), fits || n == 0, "seed %u", seed);
+        hv_free(c);
+        /* Lowered below the count: the next update converts it. */
+        if (packed && n > 1) {
+            int64_t lower = (int64_t)n - 1;
+            hv_watch_limits(&lower, &value);
+            hv_set(&h, m[0].f, m[0].flen, big, 0);
+            cr_assert(!hv_is_packed(h), "seed %u", seed);
+        }
+        hv_free(h);
+    }
+    hv_watch_limits(NULL, NULL);
 }

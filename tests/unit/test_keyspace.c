@@ -1023,7 +1023,7 @@ Test(keyspace, sorted_set_memory_is_accounted_and_returned)
 /* ---- hashes: in the entry (compact) or on the heap, against a model ---- */
 
 #define HM_KEYS 6
-#define HM_FIELDS 140 /* past 128 fields a hash becomes a table */
+#define HM_FIELDS 140 /* past 128 fields (the bound set below) a hash becomes a table */
 
 struct hmodel {
     int present;
@@ -1104,6 +1104,8 @@ static void restore_into(void *ud, const struct ks_record *r)
 Test(keyspace, hashes_in_entries_and_on_heap_match_model)
 {
     srand(99);
+    static const int64_t entries = 128, value = 64;
+    hv_watch_limits(&entries, &value);
     uint64_t base = ks_used_memory(ks);
     static struct hmodel m[HM_KEYS];
     memset(m, 0, sizeof(m));
