@@ -101,7 +101,13 @@ def main():
         if not rl.alive():
             print("FAIL rlimitd died")
             failed += 1
+        # A flush last, so states are closed at shutdown: the daemon must exit cleanly.
+        if rl.alive():
+            rl.conn().call("SCRIPT", "FLUSH")
         report = rl.stop()
+        if rl.proc.returncode != 0:
+            print("FAIL rlimitd exited with %s at SIGTERM" % rl.proc.returncode)
+            failed += 1
         if report:
             print("FAIL sanitizer report:\n" + report[:4000])
             failed += 1
