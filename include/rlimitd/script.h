@@ -24,7 +24,8 @@ void script_cache_put(const char *body, size_t len, const char sha[41]);
 /* A malloc'd copy of the body of sha (40 hex digits, any case), or NULL if not cached. */
 char *script_cache_get(const char *sha, size_t shalen, size_t *len);
 int script_cache_exists(const char *sha, size_t shalen);
-/* Forgets every script; each thread's engine drops its compiled copies before its next use. */
+/* Forgets every script's source; each thread's engine drops its compiled copies before its next
+ * use (script_flush drops them at once). */
 void script_cache_flush(void);
 uint64_t script_cache_count(void);
 uint64_t script_cache_bytes(void);
@@ -52,6 +53,14 @@ int script_shebang(const char *body, size_t len, unsigned *flags, char *err, siz
  * Returns its shebang flags (>= 0), or -1 with Redis's error text (bad shebang, "ERR Error
  * compiling script ...") written as an error reply to out. */
 int script_compile(const char *sha, const char *body, size_t len, struct rbuf *out);
+/* Bracket one command's use of this thread's engine, so that a SCRIPT FLUSH on another thread
+ * leaves it alone meanwhile (EVAL: from its lookup to the end of its run). Pairs nest;
+ * script_lookup, script_compile and script_run hold one each. */
+void script_enter(void);
+void script_leave(void);
+/* SCRIPT FLUSH: script_cache_flush, and every engine no thread is inside drops its compiled
+ * functions (and collects) now; one inside drops them at its next lookup. */
+void script_flush(void);
 /* The shebang flags of sha if this thread's engine holds it compiled (since the last SCRIPT
  * FLUSH), else -1. */
 int script_lookup(const char *sha);

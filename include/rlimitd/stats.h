@@ -4,13 +4,21 @@
 #define RLIMITD_STATS_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define STATS_MAX_CMDS 192
 
-/* Error reply prefixes counted as errorstat_<code>. */
+/* Error codes counted as errorstat_<code> per thread, without a lock: the codes rlimitd itself
+ * answers. Any other code (a script's redis.error_reply('MY_CODE ...')) is counted under
+ * ERRSTAT_OTHER here, for total_error_replies, and by its name in the shared table of
+ * src/cmd/cmd_stats.c. */
 enum stats_err { ERRSTAT_ERR = 0, ERRSTAT_WRONGTYPE, ERRSTAT_NOAUTH, ERRSTAT_WRONGPASS,
-                 ERRSTAT_OOM, ERRSTAT_NOPROTO, ERRSTAT_EXECABORT, ERRSTAT_OTHER, ERRSTAT_COUNT };
+                 ERRSTAT_OOM, ERRSTAT_NOPROTO, ERRSTAT_EXECABORT, ERRSTAT_NOSCRIPT,
+                 ERRSTAT_BUSY, ERRSTAT_NOTBUSY, ERRSTAT_UNKILLABLE, ERRSTAT_OTHER,
+                 ERRSTAT_COUNT };
+/* The longest code Redis's rule can find (stats_err_code): 30 bytes. */
+#define STATS_ERR_CODE_MAX 30
 
 /* The limiters whose decisions INFO limiter and /metrics count. */
 enum stats_lim { LIM_THROTTLE = 0, LIM_GCRA, LIM_ISALLOWED, LIM_THROTTLE_ALL, LIM_LEASE,
@@ -59,8 +67,11 @@ static inline uint64_t stats_get(_Atomic uint64_t *c)
     return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-/* Classifies an error reply "-CODE ..." for errorstat. */
-enum stats_err stats_err_of(const char *msg);
+/* The code of the error reply at reply[0..n) ("-CODE message\r\n"), by Redis 7.0's rule
+ * (afterErrorReply): the bytes after '-' up to the first space within the line's first 32
+ * bytes; ERR when that window has no space. Returns the code's enum; for ERRSTAT_OTHER, *code
+ * and *len are the code's bytes inside reply (at most STATS_ERR_CODE_MAX). */
+enum stats_err stats_err_code(const char *reply, size_t n, const char **code, size_t *len);
 const char *stats_err_name(enum stats_err e);
 
 #endif

@@ -82,6 +82,7 @@ void cmd_env_init(struct cmd_env *env, struct keyspace *ks, struct conf *conf)
         snprintf(env->run_id + 2 * i, 3, "%02x", rnd[i] ^ (unsigned char)(env->start_ns >> i));
     env->slowlog = slowlog_create();
     env->stats_base = xcalloc(1, sizeof(struct stats));
+    errorstats_attach(env);
     env->top = limiter_top_create((uint32_t)conf->limiter_top_size);
     cmd_notify_attach(ks, conf);
     /* CONFIG SET writes these in place; the stores read them on each change (Redis's live
@@ -103,6 +104,7 @@ void cmd_env_deinit(struct cmd_env *env)
     zs_watch_limits(NULL, NULL);
     slowlog_destroy(&env->slowlog);
     limiter_top_destroy(&env->top);
+    errorstats_attach(NULL);
     free(env->stats_base);
     env->stats_base = NULL;
     free(env->script_since);

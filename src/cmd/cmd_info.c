@@ -51,53 +51,8 @@ static struct ops_sample ops_ring[OPS_SAMPLES];
 static int ops_len, ops_next;
 static const struct cmd_env *ops_env;
 
-static uint64_t sum_counter(const struct cmd_env *env, size_t offset)
-{
-    uint64_t n = 0;
-    for (int i = 0; env->stats != NULL && i < env->nstats; i++) {
-        if (env->stats[i] != NULL)
-            n += stats_get((_Atomic uint64_t *)((char *)env->stats[i] + offset));
-    }
-    return n;
-}
-
-/* ---- CONFIG RESETSTAT ----
- *
- * The counters are written by their own thread only, without locked instructions, so another
- * thread cannot zero them (a write racing the owner's load + store would be lost, or undo the
- * reset). RESETSTAT instead records every counter's current sum in env->stats_base, and the
- * figures INFO and /metrics show are the sums minus that base. Counters only grow, so the
- * difference is never negative; `dirty` (snapshots) and the ops rate read the raw sums. */
-
-#define STATS_WORDS (sizeof(struct stats) / sizeof(_Atomic uint64_t))
-_Static_assert(sizeof(struct stats) % sizeof(_Atomic uint64_t) == 0, "stats holds only counters");
-
-static pthread_mutex_t reset_lock = PTHREAD_MUTEX_INITIALIZER;
-
-uint64_t stats_total(const struct cmd_env *env, size_t offset)
-{
-    uint64_t n = sum_counter(env, offset);
-    if (env->stats_base == NULL)
-        return n;
-    uint64_t base = stats_get((_Atomic uint64_t *)((char *)env->stats_base + offset));
-    return n >= base ? n - base : 0;
-}
-
-void stats_reset(struct cmd_env *env)
-{
-    if (env->stats_base == NULL)
-        return;
-    pthread_mutex_lock(&reset_lock);
-    _Atomic uint64_t *base = (_Atomic uint64_t *)env->stats_base;
-    for (size_t w = 0; w < STATS_WORDS; w++)
-        atomic_store_explicit(&base[w], sum_counter(env, w * sizeof(_Atomic uint64_t)),
-                              memory_order_relaxed);
-    pthread_mutex_unlock(&reset_lock);
-    limiter_top_clear(env);
-}
-
-/* Offsets of a counter in struct stats, for sum_counter. */
-#define SUM(env, field) sum_counter((env), offsetof(struct stats, field))
+/* Offsets of a counter in struct stats, for stats_sum. */
+#define SUM(env, field) stats_sum((env), offsetof(struct stats, field))
 #define TOTAL(env, field) stats_total((env), offsetof(struct stats, field))
 #define CMD_OFF(i, field)                                                                          \
     (offsetof(struct stats, cmd) + (size_t)(i) * sizeof(struct cmd_stats) +                        \
@@ -405,11 +360,7 @@ static void sec_commandstats(struct info *in)
 
 static void sec_errorstats(struct info *in)
 {
-    for (int e = 0; e < ERRSTAT_COUNT; e++) {
-        uint64_t count = stats_total(in->env, ERR_OFF(e));
-        if (count > 0)
-            add(in->b, "errorstat_%s:count=%" PRIu64, stats_err_name((enum stats_err)e), count);
-    }
+    errorstats_info(in->env, in->b);
 }
 
 static void sec_cluster(struct info *in)

@@ -196,10 +196,21 @@ void limiter_top_clear(struct cmd_env *env);
 struct limiter_top *limiter_top_create(uint32_t size);
 void limiter_top_destroy(struct limiter_top **tp);
 
-/* A counter of struct stats (at offset) summed over the I/O threads, minus its sum at the last
- * CONFIG RESETSTAT (cmd_info.c); stats_reset makes every such figure start again from 0. */
+/* A counter of struct stats (at offset) summed over the I/O threads (stats_sum), and that sum
+ * minus its sum at the last CONFIG RESETSTAT (stats_total; cmd_stats.c); stats_reset makes every
+ * such figure start again from 0, INFO errorstats included. */
+uint64_t stats_sum(const struct cmd_env *env, size_t offset);
 uint64_t stats_total(const struct cmd_env *env, size_t offset);
 void stats_reset(struct cmd_env *env);
+
+/* INFO errorstats (cmd_stats.c): the table of the error codes outside enum stats_err.
+ * attach names the server whose per-thread counters hold the others (cmd_env_init; NULL at
+ * deinit), count_other counts one error of such a code, reset is CONFIG RESETSTAT's, info
+ * writes the section's lines. */
+void errorstats_attach(const struct cmd_env *env);
+void errorstats_count_other(const char *code, size_t len);
+void errorstats_reset(void);
+void errorstats_info(const struct cmd_env *env, struct rbuf *b);
 #define STATS_TOTAL(env, field) stats_total((env), offsetof(struct stats, field))
 #define STATS_LIM_OFF(field, k) (offsetof(struct stats, field) + (size_t)(k) * sizeof(uint64_t))
 #define STATS_CMD_OFF(i, field)                                                                   \

@@ -115,8 +115,14 @@ void run_error_counted(void)
 
 void count_error(struct session *s, const struct rbuf *out, size_t start)
 {
-    if (s->stats != NULL && out->len > start && out->p[start] == '-')
-        stats_add(&s->stats->errors[stats_err_of(out->p + start)], 1);
+    if (s->stats == NULL || out->len <= start || out->p[start] != '-')
+        return;
+    const char *code;
+    size_t len;
+    enum stats_err e = stats_err_code(out->p + start, out->len - start, &code, &len);
+    stats_add(&s->stats->errors[e], 1);
+    if (e == ERRSTAT_OTHER)
+        errorstats_count_other(code, len);
 }
 
 /* run() with the command's keys already collected (keys != NULL), as redis.call and EXEC have

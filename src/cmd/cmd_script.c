@@ -58,7 +58,7 @@ static int run_held(struct cmd_ctx *x, const char *sha, struct ks_key *keys, int
     return h.rerun;
 }
 
-static void eval_generic(struct cmd_ctx *x, int by_sha, int read_only)
+static void eval_body(struct cmd_ctx *x, int by_sha, int read_only)
 {
     int nk = numkeys(x);
     if (nk < 0)
@@ -135,6 +135,15 @@ static void eval_generic(struct cmd_ctx *x, int by_sha, int read_only)
     count_memory(x);
 }
 
+/* The engine is held from the lookup to the end of the run: a SCRIPT FLUSH on another thread
+ * meanwhile cannot take the function found (script_enter). */
+static void eval_generic(struct cmd_ctx *x, int by_sha, int read_only)
+{
+    script_enter();
+    eval_body(x, by_sha, read_only);
+    script_leave();
+}
+
 static void cmd_eval(struct cmd_ctx *x)
 {
     eval_generic(x, 0, 0);
@@ -183,10 +192,12 @@ static void cmd_script(struct cmd_ctx *x)
         }
         char sha[41];
         script_sha1hex(x->argv[2], x->lens[2], sha);
-        if (script_lookup(sha) < 0) {
-            if (script_compile(sha, x->argv[2], x->lens[2], x->out) < 0)
-                return;
-        }
+        script_enter();
+        int known =
+            script_lookup(sha) >= 0 || script_compile(sha, x->argv[2], x->lens[2], x->out) >= 0;
+        script_leave();
+        if (!known)
+            return;
         script_cache_put(x->argv[2], x->lens[2], sha);
         reply_bulk(x->out, sha, 40);
         count_memory(x);
@@ -207,9 +218,10 @@ static void cmd_script(struct cmd_ctx *x)
             reply_error(x->out, "ERR SCRIPT FLUSH only support SYNC|ASYNC option");
             return;
         }
-        /* Both modes free the sources at once; each thread's compiled functions go at its
-         * next script (the generation check), so ASYNC and SYNC behave the same. */
-        script_cache_flush();
+        /* Both modes free the sources and every idle thread's compiled functions at once (a
+         * thread inside a script drops them at its next lookup), so ASYNC and SYNC behave the
+         * same. */
+        script_flush();
         count_memory(x);
         reply_ok(x->out);
     } else if (arg_is(x, 1, "kill")) {

@@ -296,6 +296,10 @@ static void out_borrow(struct client *c)
  * messages arrive again soon, and a buffer freed and allocated again per delivery, on many
  * subscribers at once, churns the allocator and the kernel's pages. */
 #define SUBSCRIBER_OUT_KEEP (16 * 1024)
+/* A flush's remainder from this size up is written from the reply buffer itself, taken over by
+ * the write, instead of from a copy (client_write): copying it would cost more than the new
+ * buffer the next replies start, and would hold the replies twice. */
+#define WRITE_TAKE_OVER (1024 * 1024)
 
 static void out_release(struct client *c)
 {
@@ -329,6 +333,7 @@ static void on_write(uv_write_t *req, int status)
     struct client *c = w->c;
     thread_mark_work(c->thread);
     c->inflight = NULL;
+    free(w->owned);
     free(w);
     if (status < 0) {
         if (status != UV_ECANCELED && c->state != CLIENT_CLOSING)
@@ -361,7 +366,8 @@ void client_protocol_error(struct client *c, const char *what)
 }
 
 /* Hands the collected replies to the kernel: one uv_try_write for the whole batch; whatever
- * the socket does not take is copied into a write of its own (the slow path: a full socket). */
+ * the socket does not take goes to a write of its own (the slow path: a full socket), copied,
+ * or from WRITE_TAKE_OVER up in the reply buffer itself. */
 void client_flush(struct client *c)
 {
     if (c->inflight != NULL || c->state == CLIENT_CLOSING)
@@ -371,7 +377,7 @@ void client_flush(struct client *c)
         return;
     }
     stats_add(&c->thread->stats.net_output_bytes, c->out.len);
-    uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
+    uv_buf_t b = {.base = c->out.p, .len = c->out.len};
     int n = uv_try_write(&c->h.stream, &b, 1);
     if (n == (int)c->out.len) {
         c->out.len = 0;
@@ -386,14 +392,27 @@ void client_flush(struct client *c)
     }
     size_t done = n > 0 ? (size_t)n : 0;
     size_t left = c->out.len - done;
-    struct client_write *w = xmalloc(sizeof(*w) + left);
-    memcpy(w->data, c->out.p + done, left);
+    struct client_write *w;
+    if (left >= WRITE_TAKE_OVER) {
+        /* Large: the write takes the buffer itself; the next replies start a new one. */
+        w = xmalloc(sizeof(*w));
+        w->owned = c->out.p;
+        w->base = c->out.p + done;
+        rbuf_init(&c->out);
+    } else {
+        w = xmalloc(sizeof(*w) + left);
+        memcpy(w->data, c->out.p + done, left);
+        w->owned = NULL;
+        w->base = w->data;
+        c->out.len = 0;
+        out_release(c);
+    }
     w->len = left;
     w->c = c;
-    c->out.len = 0;
-    out_release(c);
-    b = uv_buf_init(w->data, (unsigned)left);
+    b.base = w->base; /* not uv_buf_init: its length is an unsigned int */
+    b.len = left;
     if (uv_write(&w->req, &c->h.stream, &b, 1, on_write) != 0) {
+        free(w->owned);
         free(w);
         client_close(c);
         return;

@@ -108,10 +108,15 @@ enum client_state {
 };
 
 /* A write the kernel did not take at once: the unsent bytes, owned by the uv_write. */
+/* The part of a flush the kernel did not take, written in the background. Its bytes are a copy in
+ * data[], or, for a large remainder, the connection's own reply buffer taken over (owned, with
+ * the bytes at base): a reply of gigabytes (a script's) is never held twice. */
 struct client_write {
     uv_write_t req;
     struct client *c;
     size_t len;
+    char *base;  /* the bytes to write: data, or inside owned */
+    char *owned; /* a reply buffer taken over (freed with the write), or NULL */
     char data[];
 };
 

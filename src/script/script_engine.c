@@ -77,7 +77,8 @@ void script_engine_free_all(void)
     pthread_mutex_unlock(&engines_lock);
     while (e != NULL) {
         struct engine *next = e->next;
-        lua_close(e->L);
+        if (e->L != NULL) /* NULL: SCRIPT FLUSH closed it and its thread opened none since */
+            lua_close(e->L);
         script_pool_free(&e->pool);
         rbuf_free(&e->reply);
         free(e->argv);

@@ -84,8 +84,14 @@ struct engine {
     int busy;                   /* this run is counted in script_busy_runs (2: and unbounded) */
     int nkeys;                  /* keys the running script declared */
     int64_t last_serve;         /* when this run last served its thread's connections */
+    /* Who touches L (script_run.c, "SCRIPT FLUSH"): ENGINE_IDLE, ENGINE_OWNER (its thread,
+     * inside script_enter; depth counts the nesting) or ENGINE_FLUSH (another thread's SCRIPT
+     * FLUSH dropping its functions). */
+    _Atomic int use;
+    int depth;
     struct engine *next;
 };
+enum { ENGINE_IDLE = 0, ENGINE_OWNER, ENGINE_FLUSH };
 
 /* The registry: every thread's engine, under engines_lock (SCRIPT KILL and BUSY read it from
  * other threads), and the calling thread's own. */

@@ -238,10 +238,14 @@ static int64_t num_to_i64(lua_Number n)
     return (int64_t)n;
 }
 
+/* {err = s} as Redis 7.0 answers it ("-%s"): s up to its first NUL, CR and LF at its end dropped
+ * (reply_error makes those inside it spaces). A leading '-' of s stays: {err = '-X y'} is
+ * "--X y", of error code "-X" (INFO errorstats). */
 static void error_string_reply(struct rbuf *out, const char *s, size_t n)
 {
-    if (n > 0 && s[0] == '-')
-        s++, n--;
+    n = strnlen(s, n);
+    while (n > 0 && (s[n - 1] == '\r' || s[n - 1] == '\n'))
+        n--;
     char *msg = xmalloc(n + 1);
     memcpy(msg, s, n);
     msg[n] = '\0';

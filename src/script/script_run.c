@@ -10,6 +10,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,37 @@ static void fn_slots_clear(struct engine *e)
     }
 }
 
+/* A new Lua state for e: libraries, sandbox, the registry's references (at e's first use, and
+ * at its thread's first use after SCRIPT FLUSH closed the one before). */
+static void open_state(struct engine *e)
+{
+    e->L = lua_newstate(lua_alloc, e);
+    if (e->L == NULL)
+        abort();
+    lua_pushcfunction(e->L, open_libs);
+    if (lua_pcall(e->L, 0, 0, 0) != 0)
+        abort(); /* only out of memory, far below the limit: nothing sane to do */
+    lua_pushcfunction(e->L, guard_libs);
+    if (lua_pcall(e->L, 0, 0, 0) != 0)
+        abort();
+    lua_pushcfunction(e->L, err_handler);
+    e->handler_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+    lua_pushliteral(e->L, "err");
+    e->err_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+    lua_pushliteral(e->L, "ok");
+    e->ok_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+    lua_pushliteral(e->L, "KEYS");
+    e->keys_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+    lua_pushliteral(e->L, "ARGV");
+    e->argv_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
+    lua_gc(e->L, LUA_GCSETPAUSE, GC_PAUSE_SMALL);
+    e->small_pause = 1;
+    e->gen = script_cache_generation();
+    rand48_seed(e, 0);
+    e->mem_gc = e->mem;
+    mem_publish(e);
+}
+
 /* This thread's engine, created at its first use. */
 static struct engine *engine_get(void)
 {
@@ -72,30 +104,8 @@ static struct engine *engine_get(void)
         e = xcalloc(1, sizeof(*e));
         rbuf_init(&e->reply);
         script_pool_init(&e->pool);
-        e->L = lua_newstate(lua_alloc, e);
-        if (e->L == NULL)
-            abort();
-        lua_pushcfunction(e->L, open_libs);
-        if (lua_pcall(e->L, 0, 0, 0) != 0)
-            abort(); /* only out of memory, far below the limit: nothing sane to do */
-        lua_pushcfunction(e->L, guard_libs);
-        if (lua_pcall(e->L, 0, 0, 0) != 0)
-            abort();
-        lua_pushcfunction(e->L, err_handler);
-        e->handler_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
-        lua_pushliteral(e->L, "err");
-        e->err_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
-        lua_pushliteral(e->L, "ok");
-        e->ok_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
-        lua_pushliteral(e->L, "KEYS");
-        e->keys_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
-        lua_pushliteral(e->L, "ARGV");
-        e->argv_ref = luaL_ref(e->L, LUA_REGISTRYINDEX);
-        lua_gc(e->L, LUA_GCSETPAUSE, GC_PAUSE_SMALL);
-        e->small_pause = 1;
-        e->gen = script_cache_generation();
+        open_state(e);
         e->thread = pthread_self();
-        rand48_seed(e, 0);
         static pthread_once_t signal_once = PTHREAD_ONCE_INIT;
         pthread_once(&signal_once, install_kill_signal);
         pthread_mutex_lock(&engines_lock);
@@ -107,6 +117,78 @@ static struct engine *engine_get(void)
     return e;
 }
 
+/* Drops the functions e compiled before SCRIPT FLUSH, and the garbage they leave (the caller
+ * holds e: its own thread inside, or a flush). */
+static void drop_functions(struct engine *e, uint64_t gen)
+{
+    fn_slots_clear(e);
+    lua_newtable(e->L);
+    lua_rawseti(e->L, LUA_REGISTRYINDEX, e->fns_ref);
+    lua_newtable(e->L);
+    lua_rawseti(e->L, LUA_REGISTRYINDEX, e->flags_ref);
+    lua_gc(e->L, LUA_GCCOLLECT, 0);
+    e->mem_gc = e->mem;
+    e->gen = gen;
+    mem_publish(e);
+}
+
+/* ---- who touches a state ----
+ *
+ * A state is used by its own thread between script_enter and script_leave (nested pairs: the
+ * outermost claims it; EVAL holds it from its lookup to the end of its run), and by SCRIPT FLUSH
+ * on any thread, which claims every idle state in turn and closes it, as Redis's flush resets
+ * its VM; the thread opens a new one at its next script_enter. used_memory_lua then counts the
+ * states scripts have run in since, not what threads that have run none since still held. A
+ * state whose thread is inside keeps going and drops its functions at its next lookup
+ * (engine_current's generation check), so a flush never pulls a function from under a script
+ * about to run. The kill signal touches a state only while it runs a script (cur_start). */
+
+void script_enter(void)
+{
+    struct engine *e = engine_get();
+    if (e->depth++ > 0)
+        return;
+    int idle = ENGINE_IDLE;
+    while (!atomic_compare_exchange_strong_explicit(&e->use, &idle, ENGINE_OWNER,
+                                                    memory_order_acquire, memory_order_relaxed)) {
+        idle = ENGINE_IDLE;
+        sched_yield(); /* a flush is closing this state: no script runs in it, bounded */
+    }
+    if (e->L == NULL)
+        open_state(e);
+}
+
+void script_leave(void)
+{
+    struct engine *e = tl_engine;
+    if (--e->depth == 0)
+        atomic_store_explicit(&e->use, ENGINE_IDLE, memory_order_release);
+}
+
+void script_flush(void)
+{
+    script_cache_flush();
+    uint64_t gen = script_cache_generation();
+    pthread_mutex_lock(&engines_lock);
+    for (struct engine *e = engines; e != NULL; e = e->next) {
+        int idle = ENGINE_IDLE;
+        if (!atomic_compare_exchange_strong_explicit(&e->use, &idle, ENGINE_FLUSH,
+                                                     memory_order_acquire, memory_order_relaxed))
+            continue;
+        if (e->gen != gen && e->L != NULL) {
+            fn_slots_clear(e);
+            lua_close(e->L);
+            e->L = NULL;
+            script_pool_free(&e->pool);
+            script_pool_init(&e->pool);
+            e->mem_gc = 0;
+            mem_publish(e);
+        }
+        atomic_store_explicit(&e->use, ENGINE_IDLE, memory_order_release);
+    }
+    pthread_mutex_unlock(&engines_lock);
+}
+
 /* This thread's engine, its functions dropped first if SCRIPT FLUSH ran (on any thread) since
  * it compiled them. Only the steps that find or compile a function check the generation
  * (script_lookup, script_compile): script_run runs the function they found even if a flush
@@ -116,24 +198,18 @@ static struct engine *engine_current(void)
 {
     struct engine *e = engine_get();
     uint64_t gen = script_cache_generation();
-    if (e->gen != gen) {
-        /* SCRIPT FLUSH since this state compiled: drop its functions. */
-        fn_slots_clear(e);
-        lua_newtable(e->L);
-        lua_rawseti(e->L, LUA_REGISTRYINDEX, e->fns_ref);
-        lua_newtable(e->L);
-        lua_rawseti(e->L, LUA_REGISTRYINDEX, e->flags_ref);
-        lua_gc(e->L, LUA_GCCOLLECT, 0);
-        e->mem_gc = e->mem;
-        e->gen = gen;
-    }
+    if (e->gen != gen)
+        drop_functions(e, gen); /* SCRIPT FLUSH since this state compiled */
     return e;
 }
 
 int script_lookup(const char *sha)
 {
+    script_enter();
     struct fn_slot *slot = fn_find(engine_current(), sha);
-    return slot != NULL ? slot->flags : -1;
+    int flags = slot != NULL ? slot->flags : -1;
+    script_leave();
+    return flags;
 }
 
 static int dump_writer(lua_State *L, const void *p, size_t n, void *ud)
@@ -159,7 +235,7 @@ static void choose_env(lua_State *L, struct engine *e)
     lua_setfenv(L, -2);
 }
 
-int script_compile(const char *sha, const char *body, size_t len, struct rbuf *out)
+static int compile(const char *sha, const char *body, size_t len, struct rbuf *out)
 {
     char err[256];
     unsigned flags;
@@ -197,6 +273,14 @@ int script_compile(const char *sha, const char *body, size_t len, struct rbuf *o
     lua_pop(L, 1);
     mem_publish(e);
     return (int)flags;
+}
+
+int script_compile(const char *sha, const char *body, size_t len, struct rbuf *out)
+{
+    script_enter();
+    int flags = compile(sha, body, len, out);
+    script_leave();
+    return flags;
 }
 
 /* The length of the value at the top if it is a plain array (a table with no metatable and no
@@ -252,9 +336,9 @@ static void set_array(lua_State *L, int env, int name, char **v, const size_t *l
         lua_rawset(L, env);
 }
 
-void script_run(const char *sha, script_call_fn call, void *call_ud, int64_t start_ns,
-                char **keys, const size_t *klens, int nkeys, char **args, const size_t *alens,
-                int nargs, struct rbuf *out)
+static void run(const char *sha, script_call_fn call, void *call_ud, int64_t start_ns, char **keys,
+                const size_t *klens, int nkeys, char **args, const size_t *alens, int nargs,
+                struct rbuf *out)
 {
     struct engine *e = engine_get();
     lua_State *L = e->L;
@@ -321,6 +405,15 @@ void script_run(const char *sha, script_call_fn call, void *call_ud, int64_t sta
         e->small_pause = 1;
     }
     mem_publish(e);
+}
+
+void script_run(const char *sha, script_call_fn call, void *call_ud, int64_t start_ns, char **keys,
+                const size_t *klens, int nkeys, char **args, const size_t *alens, int nargs,
+                struct rbuf *out)
+{
+    script_enter();
+    run(sha, call, call_ud, start_ns, keys, klens, nkeys, args, alens, nargs, out);
+    script_leave();
 }
 
 int script_reply_counted(void)

@@ -543,50 +543,66 @@ Test(clock, fake_clock_freezes_and_advances)
 
 /* ---- stats.c ---- */
 
-Test(stats, err_of_classifies_by_first_word)
+/* Redis 7.0's rule (afterErrorReply): the code is what follows '-' up to the first space in the
+ * line's first 32 bytes; a line without '-' or without that space counts as ERR. */
+Test(stats, err_code_by_redis_rule)
 {
     static const struct {
-        const char *msg;
+        const char *reply;
         enum stats_err e;
+        const char *code; /* for ERRSTAT_OTHER */
     } cases[] = {
-        {"-ERR value is not an integer or out of range", ERRSTAT_ERR},
-        {"ERR value is not an integer or out of range", ERRSTAT_ERR},
-        {"-ERR", ERRSTAT_ERR},
-        {"ERR\r\n", ERRSTAT_ERR},
-        {"-WRONGTYPE Operation against a key holding the wrong kind of value", ERRSTAT_WRONGTYPE},
-        {"WRONGTYPE Operation", ERRSTAT_WRONGTYPE},
-        {"-NOAUTH Authentication required.", ERRSTAT_NOAUTH},
-        {"-WRONGPASS invalid username-password pair", ERRSTAT_WRONGPASS},
-        {"-OOM command not allowed", ERRSTAT_OOM},
-        {"-NOPROTO unsupported protocol version", ERRSTAT_NOPROTO},
-        {"-EXECABORT Transaction discarded", ERRSTAT_EXECABORT},
-        {"-ERRX something", ERRSTAT_OTHER},
-        {"-err lower case", ERRSTAT_OTHER},
-        {"-NOSCRIPT No matching script", ERRSTAT_OTHER},
-        {"-OTHER x", ERRSTAT_OTHER},
-        {"", ERRSTAT_OTHER},
-        {"-", ERRSTAT_OTHER},
-        {NULL, ERRSTAT_OTHER},
+        {"-ERR value is not an integer or out of range\r\n", ERRSTAT_ERR, NULL},
+        {"-ERR\r\n", ERRSTAT_ERR, NULL},
+        {"ERR x\r\n", ERRSTAT_ERR, NULL},
+        {"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+         ERRSTAT_WRONGTYPE, NULL},
+        {"-NOAUTH Authentication required.\r\n", ERRSTAT_NOAUTH, NULL},
+        {"-WRONGPASS invalid username-password pair\r\n", ERRSTAT_WRONGPASS, NULL},
+        {"-OOM command not allowed\r\n", ERRSTAT_OOM, NULL},
+        {"-NOPROTO unsupported protocol version\r\n", ERRSTAT_NOPROTO, NULL},
+        {"-EXECABORT Transaction discarded\r\n", ERRSTAT_EXECABORT, NULL},
+        {"-NOSCRIPT No matching script\r\n", ERRSTAT_NOSCRIPT, NULL},
+        {"-BUSY Redis is busy\r\n", ERRSTAT_BUSY, NULL},
+        {"-NOTBUSY No scripts in execution right now.\r\n", ERRSTAT_NOTBUSY, NULL},
+        {"-UNKILLABLE Sorry\r\n", ERRSTAT_UNKILLABLE, NULL},
+        {"-ERRX something\r\n", ERRSTAT_OTHER, "ERRX"},
+        {"-err lower case\r\n", ERRSTAT_OTHER, "err"},
+        {"-OTHER x\r\n", ERRSTAT_OTHER, "OTHER"},
+        {"- leading space\r\n", ERRSTAT_OTHER, ""},
+        {"-MY_ERR_CODE custom msg\r\n", ERRSTAT_OTHER, "MY_ERR_CODE"},
+        /* the space at byte 31 is inside the window, at byte 32 it is not */
+        {"-ABCDEFGHIJKLMNOPQRSTUVWXYZ1234 x\r\n", ERRSTAT_OTHER, "ABCDEFGHIJKLMNOPQRSTUVWXYZ1234"},
+        {"-ABCDEFGHIJKLMNOPQRSTUVWXYZ12345 x\r\n", ERRSTAT_ERR, NULL},
+        {"-nospace\r\n", ERRSTAT_ERR, NULL},
+        {"-a\r\n b", ERRSTAT_ERR, NULL}, /* the space after the line's end does not count */
+        {"", ERRSTAT_ERR, NULL},
+        {"-", ERRSTAT_ERR, NULL},
     };
-    size_t i;
 
-    for (i = 0; i < N_OF(cases); i++)
-        cr_expect_eq(stats_err_of(cases[i].msg), cases[i].e, "'%s'",
-                     cases[i].msg ? cases[i].msg : "(null)");
+    for (size_t i = 0; i < N_OF(cases); i++) {
+        const char *code = NULL;
+        size_t len = 0;
+        enum stats_err e =
+            stats_err_code(cases[i].reply, strlen(cases[i].reply), &code, &len);
+        cr_expect_eq(e, cases[i].e, "'%s'", cases[i].reply);
+        if (cases[i].code != NULL && e == ERRSTAT_OTHER) {
+            cr_expect_eq(len, strlen(cases[i].code), "'%s'", cases[i].reply);
+            cr_expect(len <= STATS_ERR_CODE_MAX);
+            cr_expect_eq(memcmp(code, cases[i].code, len), 0, "'%s'", cases[i].reply);
+        }
+    }
 }
 
 Test(stats, err_names)
 {
     static const char *const names[ERRSTAT_COUNT] = {
-        "ERR", "WRONGTYPE", "NOAUTH", "WRONGPASS", "OOM", "NOPROTO", "EXECABORT", "OTHER",
+        "ERR", "WRONGTYPE", "NOAUTH", "WRONGPASS", "OOM", "NOPROTO", "EXECABORT", "NOSCRIPT",
+        "BUSY", "NOTBUSY", "UNKILLABLE", "OTHER",
     };
-    int e;
 
-    for (e = 0; e < ERRSTAT_COUNT; e++) {
+    for (int e = 0; e < ERRSTAT_COUNT; e++)
         cr_expect_str_eq(stats_err_name((enum stats_err)e), names[e]);
-        if (e != ERRSTAT_OTHER)
-            cr_expect_eq(stats_err_of(names[e]), (enum stats_err)e);
-    }
     cr_expect_str_eq(stats_err_name(ERRSTAT_COUNT), "OTHER");
 }
 
