@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """maxmemory_soak.py - every maxmemory-policy held at the limit under mixed traffic (issue 28).
 
-    bench/maxmemory_soak.py [--rlimitd BIN] [--seconds N] [--maxmemory 64mb] [--threads 2]
-                            [--policies a,b,...] [--no-redis]
+    bench/maxmemory_soak.py [--rlimitd BIN] [--old-build BIN] [--seconds N] [--maxmemory 64mb]
+                            [--threads 2] [--policies a,b,...] [--no-redis]
 
 For each of the 8 policies, redis-server 7.0 and rlimitd in turn (fresh servers, persistence
 off, maxmemory and the policy set): for --seconds (default 20; $SOAK_MINUTES overrides it in
@@ -13,13 +13,17 @@ GETs and HGETALLs, and a limiter client sends CL.THROTTLE and GCRA on 2,000 keys
 which has neither, INCR and EXPIRE on the same keys as a stand-in of the same cost) one request
 at a time, timing each. A monitor reads INFO memory and the server's RSS every 50 ms.
 
+With --old-build, another rlimitd binary runs the same soak after each policy's new one (its
+rows say "rlimitd (old)"), so a change is judged against the build before it in the same run.
+
 Prints one markdown row per policy and server: the highest used_memory seen as a percentage of
-maxmemory, the highest RSS, writes accepted and refused (-OOM), evicted_keys, the limiter
-requests answered and refused (-OOM: a key that expired and came back while nothing could be
-evicted) or failed otherwise, the limiter's slowest answer, any other error, and whether
-the server was still alive at the end. Exits 1 if rlimitd died, answered any request with an
-error other than -OOM, refused a limiter request under an allkeys policy, or went more than 10%
-over maxmemory. Needs redis-py.
+maxmemory, the highest RSS and the RSS when the traffic stopped, writes accepted and refused
+(-OOM), evicted_keys, the limiter requests answered and refused (-OOM: a key that expired and
+came back while nothing could be evicted) or failed otherwise, the limiter's slowest answer, any
+other error, whether the server was still alive at the end, and the 1-minute load average when
+its soak ended. Exits 1 if rlimitd died, answered any request with an error other than -OOM,
+refused a limiter request under an allkeys policy, or went more than 10% over maxmemory. Needs
+redis-py.
 """
 import argparse
 import os
@@ -194,6 +198,8 @@ def soak(name, argv, port, policy, seconds, maxmemory, is_redis):
         stop.set()
         for t in ts:
             t.join(60)
+        rss_end = rss_mb(proc.pid)
+        load = os.getloadavg()[0]
         alive = proc.poll() is None
         evicted = 0
         if alive:
@@ -206,7 +212,8 @@ def soak(name, argv, port, policy, seconds, maxmemory, is_redis):
         stop.set()
         proc.kill()
         proc.wait()
-    return dict(name=name, policy=policy, used=peaks["used"], rss=peaks["rss"],
+    return dict(name=name, policy=policy, used=peaks["used"], rss=peaks["rss"], rss_end=rss_end,
+                load=load,
                 write_ok=counts.get("write_ok"), write_oom=counts.get("write_oom"),
                 evicted=evicted, lim_ok=counts.get("lim_ok"),
                 lim_oom=counts.get("lim_oom"), lim_other=counts.get("lim_other"), slow=slow[0],
@@ -217,6 +224,7 @@ def soak(name, argv, port, policy, seconds, maxmemory, is_redis):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rlimitd", default=os.path.join(ROOT, "build-bench", "rlimitd"))
+    ap.add_argument("--old-build", help="another rlimitd binary to soak beside it")
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--maxmemory", default="64mb")
     ap.add_argument("--threads", type=int, default=2)
@@ -236,26 +244,35 @@ def main():
                 rows.append(soak("redis-server 7.0", ["redis-server", "--port", str(p),
                                  "--save", "", "--appendonly", "no", "--dir", d], p, policy,
                                  a.seconds, a.maxmemory, True))
-            p = free_port()
-            rows.append(soak("rlimitd", [a.rlimitd, "--port", str(p), "--bind", "127.0.0.1",
-                             "--threads", str(a.threads), "--save-interval", "0", "--dir", d],
-                             p, policy, a.seconds, a.maxmemory, False))
-            print("%s done" % policy, file=sys.stderr)
+            builds = [("rlimitd", a.rlimitd)]
+            if a.old_build:
+                builds.append(("rlimitd (old)", a.old_build))
+            for name, binary in builds:
+                p = free_port()
+                rows.append(soak(name, [binary, "--port", str(p), "--bind", "127.0.0.1",
+                                 "--threads", str(a.threads), "--save-interval", "0", "--dir",
+                                 d], p, policy, a.seconds, a.maxmemory, False))
+            print("%s done: %s" % (policy, "; ".join(
+                "%s used %.1f%% RSS max %.1f end %.1f MiB" % (x["name"], 100 * x["used"], x["rss"],
+                                                              x["rss_end"])
+                for x in rows if x["policy"] == policy)), file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(d, ignore_errors=True)
     print("## Every policy at maxmemory %s, %.0f s each under mixed traffic (load %s)\n" %
           (a.maxmemory, a.seconds, " ".join("%.2f" % x for x in os.getloadavg())))
-    print("| policy | server | max used / maxmemory | max RSS (MiB) | writes ok | writes -OOM "
-          "| evicted | limiter ok | limiter -OOM | limiter other errors | limiter slowest (ms) "
-          "| other errors | alive |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| policy | server | max used / maxmemory | max RSS (MiB) | RSS at end (MiB) "
+          "| writes ok | writes -OOM | evicted | limiter ok | limiter -OOM "
+          "| limiter other errors | limiter slowest (ms) | other errors | alive | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     bad = 0
     for x in rows:
-        print("| %s | %s | %.1f%% | %.1f | %d | %d | %d | %d | %d | %d | %.1f | %d | %s |" % (
-            x["policy"], x["name"], 100 * x["used"], x["rss"], x["write_ok"], x["write_oom"],
+        print("| %s | %s | %.1f%% | %.1f | %.1f | %d | %d | %d | %d | %d | %d | %.1f | %d | %s "
+              "| %.1f |" % (
+            x["policy"], x["name"], 100 * x["used"], x["rss"], x["rss_end"], x["write_ok"],
+            x["write_oom"],
             x["evicted"], x["lim_ok"], x["lim_oom"], x["lim_other"], 1000 * x["slow"],
             x["other"],
-            "yes" if x["alive"] else "NO"))
+            "yes" if x["alive"] else "NO", x["load"]))
         # A limiter request may be refused only for a key that expired and came back while
         # nothing could be evicted (noeviction, or a volatile policy out of keys with a TTL).
         if x["name"] == "rlimitd" and (not x["alive"] or x["used"] > 1.10 or x["other"] or

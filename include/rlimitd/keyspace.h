@@ -220,6 +220,14 @@ enum ks_type ks_get(struct keyspace *ks, const struct ks_key *key, int64_t now,
 int ks_set(struct keyspace *ks, const struct ks_key *key, int64_t now, const char *val,
            size_t len, int64_t expire_at, int flags);
 
+/* APPEND to an existing string (KS_RAW or KS_INT): n bytes of p added at its end, the expiry
+ * kept, *newlen set to the new length. A string that must grow gets room for later appends
+ * (ks_values.c string_room), so appending is amortised O(n). Returns KS_OK, KS_NOKEY (absent:
+ * the caller creates it with ks_set, which is where maxmemory refuses a new key) or
+ * KS_WRONGTYPE. The caller checks the length limit first. */
+int ks_append(struct keyspace *ks, const struct ks_key *key, int64_t now, const char *p, size_t n,
+              size_t *newlen);
+
 /* INCRBY: absent counts as 0 (created without expiry). Returns KS_OK with *out, KS_WRONGTYPE
  * (GCRA or window state), KS_NOTINT, KS_OVERFLOW, KS_OOM. */
 int ks_incrby(struct keyspace *ks, const struct ks_key *key, int64_t now, int64_t delta,

@@ -88,6 +88,9 @@ int util_parse_memory_u64(const char *s, uint64_t *out);
  * -1 (bad syntax, negative or overflow). */
 int util_parse_duration_ms(const char *s, int64_t default_unit_ms, int64_t *out_ms);
 
+/* The process's resident set size in bytes, from /proc/self/statm; 0 if unreadable. */
+uint64_t util_rss_bytes(void);
+
 /* isspace() in the C locale, without the locale lookup. */
 int util_is_space(unsigned char c);
 

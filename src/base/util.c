@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int lower(int c)
 {
@@ -608,4 +609,16 @@ long util_split_word(const char *s, size_t len, size_t *pos, char *out)
     }
     *pos = i;
     return (long)n;
+}
+
+uint64_t util_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f == NULL)
+        return 0;
+    unsigned long long size = 0, resident = 0;
+    int ok = fscanf(f, "%llu %llu", &size, &resident) == 2;
+    fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    return ok && page > 0 ? (uint64_t)resident * (uint64_t)page : 0;
 }

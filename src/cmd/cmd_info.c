@@ -151,19 +151,6 @@ static void human(char *buf, size_t cap, uint64_t n)
     snprintf(buf, cap, "%.2f%c", d, units[u]);
 }
 
-/* Resident set size from /proc/self/statm (pages), 0 if unreadable. */
-static uint64_t rss_bytes(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f == NULL)
-        return 0;
-    unsigned long long size = 0, resident = 0;
-    int ok = fscanf(f, "%llu %llu", &size, &resident) == 2;
-    fclose(f);
-    long page = sysconf(_SC_PAGESIZE);
-    return ok && page > 0 ? (uint64_t)resident * (uint64_t)page : 0;
-}
-
 /* ---- sections ---- */
 
 struct info {
@@ -227,13 +214,22 @@ static void sec_clients(struct info *in)
     add(in->b, "tracking_clients:0");
 }
 
+/* conf_get's visitor for one directive: its value into ud (32 bytes, room for any policy). */
+static void policy_visit(void *ud, const char *name, const char *value)
+{
+    (void)name;
+    snprintf(ud, 32, "%s", value);
+}
+
 static void sec_memory(struct info *in)
 {
     struct cmd_env *env = in->env;
     uint64_t used = ks_used_memory(env->ks);
-    uint64_t rss = rss_bytes();
+    uint64_t rss = util_rss_bytes();
+    char policy[32] = "";
     pthread_mutex_lock(&env->conf_lock);
     int64_t maxmemory = env->conf->maxmemory;
+    conf_get(env->conf, "maxmemory-policy", policy_visit, policy);
     pthread_mutex_unlock(&env->conf_lock);
     char h[32];
     add(in->b, "used_memory:%" PRIu64, used);
@@ -256,8 +252,7 @@ static void sec_memory(struct info *in)
     add(in->b, "maxmemory:%" PRId64, maxmemory);
     human(h, sizeof(h), maxmemory > 0 ? (uint64_t)maxmemory : 0);
     add(in->b, "maxmemory_human:%s", h);
-    /* Over maxmemory rlimitd refuses new keys and evicts nothing (COMMANDS.md, Wire protocol). */
-    add(in->b, "maxmemory_policy:noeviction");
+    add(in->b, "maxmemory_policy:%s", policy);
     add(in->b, "mem_allocator:libc");
 }
 

@@ -34,17 +34,6 @@ void memory_sample_peak(struct cmd_env *env)
     note_peak(ks_used_memory(env->ks));
 }
 
-static uint64_t rss_now(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long size = 0, res = 0;
-    if (f == NULL)
-        return 0;
-    int n = fscanf(f, "%lu %lu", &size, &res);
-    fclose(f);
-    return n == 2 ? (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
-}
-
 /* What MEMORY STATS and DOCTOR report, gathered once. */
 struct mem_figures {
     uint64_t peak, total, clients, lua_caches, tables, overhead, keys, dataset, rss;
@@ -73,7 +62,7 @@ static void gather(struct cmd_ctx *x, struct mem_figures *m)
      * (counted in it too). */
     uint64_t engines = script_engine_memory(), data = ks_data_memory(env->ks);
     m->dataset = data > m->tables + engines ? data - m->tables - engines : 0;
-    m->rss = rss_now();
+    m->rss = util_rss_bytes();
     struct mallinfo2 mi = mallinfo2();
     m->alloc_allocated = mi.uordblks + mi.hblkhd;
     m->alloc_active = mi.arena + mi.hblkhd;

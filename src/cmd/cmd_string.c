@@ -390,14 +390,19 @@ static void cmd_append(struct cmd_ctx *x)
         reply_error(x->out, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
         return;
     }
-    /* The old bytes are freed by the store: build the new value apart first. */
-    char *nv = xmalloc(len + x->lens[2] + 1);
-    memcpy(nv, p, len);
-    memcpy(nv + len, x->argv[2], x->lens[2]);
-    ks_set(ks, &x->keys[0], x->now, nv, len + x->lens[2], 0, KS_SET_KEEPTTL);
-    free(nv);
+    size_t newlen = len + x->lens[2];
+    if (v.type == KS_GCRA) {
+        /* A limiter's state read as its TAT text becomes that string (the expiry kept). */
+        char *nv = xmalloc(newlen);
+        memcpy(nv, p, len);
+        memcpy(nv + len, x->argv[2], x->lens[2]);
+        ks_set(ks, &x->keys[0], x->now, nv, newlen, 0, KS_SET_KEEPTTL);
+        free(nv);
+    } else {
+        ks_append(ks, &x->keys[0], x->now, x->argv[2], x->lens[2], &newlen); /* seen above */
+    }
     notify_key(NOTIFY_STRING, "append", &x->keys[0]);
-    reply_int(x->out, (int64_t)(len + x->lens[2]));
+    reply_int(x->out, (int64_t)newlen);
 }
 
 static void cmd_incrbyfloat(struct cmd_ctx *x)

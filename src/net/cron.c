@@ -8,20 +8,36 @@
 #include "rlimitd/clock.h"
 #include "rlimitd/keyspace.h"
 #include "rlimitd/log.h"
+#include "rlimitd/util.h"
 
 #define CRON_MS 100
 #define EXPIRE_BUCKETS_PER_SHARD 64
 
-/* Memory return (DESIGN.md "Connections"): glibc keeps freed chunks in its arenas, so after a
- * connection storm has closed, or FLUSHALL / mass deletes / expiry emptied the keyspace, the
- * process would stay at its peak RSS (a 64 MB keyspace filled and flushed left 128 MB). Once
- * closed connections have freed TRIM_AFTER_BYTES since the last trim, or the keyspace's used
- * memory has fallen TRIM_AFTER_KEYSPACE_BYTES below its highest since then, and the trim before
- * is TRIM_INTERVAL_MS ago, malloc_trim hands every arena's free pages back to the kernel. The
- * interval bounds what a steady churn costs (a trim walks the arenas' free lists). */
+/* Memory return (DESIGN.md "Connections", "Memory layout"): glibc keeps freed chunks in its
+ * arenas and gives nothing back on its own (jemalloc, Redis's allocator, returns pages a few
+ * seconds after they fell out of use), so after a connection storm has closed, or FLUSHALL /
+ * mass deletes / expiry emptied the keyspace, the process would stay at its peak RSS (a 64 MB
+ * keyspace filled and flushed left 128 MB). malloc_trim hands every arena's free pages back to
+ * the kernel, at most every TRIM_INTERVAL_MS (it walks the arenas' free lists), when one of:
+ *  - closed connections have freed TRIM_AFTER_BYTES since the last trim;
+ *  - the keyspace's used memory has fallen TRIM_AFTER_KEYSPACE_BYTES below its highest since;
+ *  - churn at a steady size: RSS has grown TRIM_AFTER_KEYSPACE_BYTES past what the last trim
+ *    left and exceeds used memory by TRIM_AFTER_KEYSPACE_BYTES plus an eighth. Under eviction
+ *    used memory stays at maxmemory while the values deleted leave free chunks that later
+ *    values of other sizes do not fill (an LFU policy keeps the values that grow and deletes
+ *    small ones), so without this RSS climbs far above used memory. The growth condition keeps
+ *    memory a trim cannot return (the slabs' free slots, pages partly in use) from causing a
+ *    trim every interval. */
 #define TRIM_AFTER_BYTES (1024 * 1024)
 #define TRIM_AFTER_KEYSPACE_BYTES (8 * 1024 * 1024)
 #define TRIM_INTERVAL_MS 500
+
+static int rss_over_used(const struct server *srv, uint64_t used)
+{
+    uint64_t rss = util_rss_bytes();
+    return rss >= srv->trim_rss + TRIM_AFTER_KEYSPACE_BYTES &&
+           rss > used + used / 8 + TRIM_AFTER_KEYSPACE_BYTES;
+}
 
 static void maybe_return_memory(struct server *srv, uint64_t mono_ms)
 {
@@ -31,14 +47,16 @@ static void maybe_return_memory(struct server *srv, uint64_t mono_ms)
     uint64_t used = ks_used_memory(srv->ks);
     if (used > srv->trim_used)
         srv->trim_used = used;
-    int clients = freed - srv->trim_freed >= TRIM_AFTER_BYTES;
-    int keys = srv->trim_used - used >= TRIM_AFTER_KEYSPACE_BYTES;
-    if ((!clients && !keys) || mono_ms - srv->trim_ms < TRIM_INTERVAL_MS)
+    if (mono_ms - srv->trim_ms < TRIM_INTERVAL_MS)
+        return;
+    if (freed - srv->trim_freed < TRIM_AFTER_BYTES &&
+        srv->trim_used - used < TRIM_AFTER_KEYSPACE_BYTES && !rss_over_used(srv, used))
         return;
     malloc_trim(0);
     srv->trim_freed = freed;
     srv->trim_used = used;
     srv->trim_ms = mono_ms;
+    srv->trim_rss = util_rss_bytes();
 }
 
 uint64_t server_dirty_total(struct server *srv)

@@ -37,6 +37,7 @@ struct server {
     uint64_t trim_freed; /* clients_freed summed at the last malloc_trim */
     uint64_t trim_ms;    /* loop time of the last malloc_trim */
     uint64_t trim_used;  /* the keyspace's used memory at its highest since the last trim */
+    uint64_t trim_rss;   /* RSS right after the last malloc_trim */
 };
 
 #endif

@@ -3,6 +3,10 @@
  * reads any of them (hashes: ks_hash.c). */
 #include "ks_internal.h"
 
+#include <malloc.h>
+#include <stdlib.h>
+
+#include "rlimitd/alloc.h"
 #include "rlimitd/util.h"
 #include "rlimitd/zset.h"
 
@@ -156,6 +160,61 @@ static void store_string(struct shard *sh, uint64_t i, const char *val, size_t l
     memcpy(s->data, val, len);
     set_type(sh, e, KS_RAW);
     e_set_ptr(e, s);
+}
+
+/* Room an appended string's block is given when it must grow to len bytes: twice that up to
+ * STR_PREALLOC_MAX, then that much more (the rule of Redis's string growth). A string that grows
+ * by small appends then moves O(log n) times instead of on every append. Moving it every time
+ * costs O(len) per append and leaves behind a freed block a little smaller than every string
+ * still growing, so no later allocation fits it: under a policy that keeps the strings appended
+ * to (allkeys-lfu keeps what is hit most) the heap became mostly such holes, RSS far above
+ * used memory (DESIGN.md "Memory layout"). */
+#define STR_PREALLOC_MAX (1024 * 1024)
+
+static size_t string_room(size_t len)
+{
+    return len < STR_PREALLOC_MAX ? 2 * len : len + STR_PREALLOC_MAX;
+}
+
+/* The longest canonical integer ("-9223372036854775808"): a longer string is never KS_INT. */
+#define INT_TEXT_MAX 20
+
+int ks_append(struct keyspace *ks, const struct ks_key *key, int64_t now, const char *p, size_t n,
+              size_t *newlen)
+{
+    struct shard *sh = shard_of(ks, key);
+    int64_t i = find(ks, sh, key, now);
+    if (i < 0)
+        return KS_NOKEY;
+    uint8_t *e = slot_entry(sh, (uint64_t)i);
+    enum ks_type t = e_type(e);
+    if (t != KS_RAW && t != KS_INT)
+        return KS_WRONGTYPE;
+    char num[INT_TEXT_MAX + 1];
+    size_t len = t == KS_RAW ? ((const struct rawstr *)e_ptr(e))->len : util_fmt_i64(num, e_val(e));
+    *newlen = len + n;
+    if (t == KS_INT || len + n <= INT_TEXT_MAX) {
+        /* A short result may be a canonical integer again: stored as SET stores it. */
+        char buf[INT_TEXT_MAX + 1];
+        char *v = len + n <= INT_TEXT_MAX ? buf : xmalloc(len + n);
+        memcpy(v, t == KS_INT ? num : ((const struct rawstr *)e_ptr(e))->data, len);
+        memcpy(v + len, p, n);
+        store_string(sh, (uint64_t)i, v, len + n);
+        if (v != buf)
+            free(v);
+        return KS_OK;
+    }
+    struct rawstr *s = e_ptr(e);
+    if (malloc_usable_size(s) < sizeof(*s) + len + n) {
+        mem_add(sh, s, -1);
+        s = xrealloc(s, sizeof(*s) + string_room(len + n));
+        mem_add(sh, s, 1);
+        e_set_ptr(e, s);
+    }
+    memcpy(s->data + len, p, n);
+    s->len = len + n;
+    touch_entry(sh, e);
+    return KS_OK;
 }
 
 int ks_set(struct keyspace *ks, const struct ks_key *key, int64_t now, const char *val, size_t len,

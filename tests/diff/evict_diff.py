@@ -8,7 +8,8 @@ sampled in both, so which keys go is compared by class, as properties each serve
 the write replies are byte-equal, noeviction refuses, volatile-* never deletes a persistent key
 and refuses once no key with an expiry is left, volatile-ttl deletes the nearest expiries first,
 LRU keeps the keys touched last and LFU the keys hit most, evicted_keys counts exactly the keys
-that went, and an evicted key that is WATCHed aborts the transaction.
+that went, INFO memory names the policy set, and an evicted key that is WATCHed aborts the
+transaction.
 
 Timing: the LRU run needs the hot keys touched at least 2 s after the cold ones (the LRU clock of
 both servers counts seconds); that is measured with the server's TIME, waited for, never assumed.
@@ -47,11 +48,15 @@ def check(what, got, want):
         print("FAIL %s: got %s, want %s" % (what, short(got), short(want)))
 
 
-def info_int(c, section, field):
+def info_field(c, section, field):
     for line in c.call("INFO", section).split(b"\r\n"):
         if line.startswith(field.encode() + b":"):
-            return int(line.split(b":")[1])
+            return line.split(b":", 1)[1]
     raise RuntimeError("no %s in INFO" % field)
+
+
+def info_int(c, section, field):
+    return int(info_field(c, section, field))
 
 
 def server_seconds(c):
@@ -119,6 +124,7 @@ def scenario(c, policy, persistent=1000, volatile=3000, lru=False, lfu=False, wr
     c.call("CONFIG", "SET", "notify-keyspace-events", "")
     out = {
         "replies": replies,
+        "info_policy": info_field(c, "memory", "maxmemory_policy"),
         "evicted": evicted,
         "events_named_gone": len(named) == evicted and not any(exists(c, named)),
         "gone": before + sum(r == b"+OK\r\n" for r in replies) - after,
@@ -210,6 +216,8 @@ def main():
         srv.stop()
     for pol in POLICIES:
         check("%s: the write replies" % pol, got[pol]["replies"], want[pol]["replies"])
+        check("%s: INFO memory's maxmemory_policy" % pol, got[pol]["info_policy"],
+              want[pol]["info_policy"])
     check("volatile-ttl with one volatile key: evicted, refused, WATCH aborted",
           got["watch"], want["watch"])
     check("the WATCH case is what it claims", want["watch"][:2] + want["watch"][4:5],

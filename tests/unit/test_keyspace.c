@@ -1259,3 +1259,69 @@ Test(keyspace, emptied_shard_releases_slabs_at_the_sweep_not_on_delete)
     cr_assert_eq(ks_get(ks, &k, T0, &v), KS_INT);
     cr_assert_eq(v.i, 1);
 }
+
+/* APPEND grows a string in its own block with room to spare (ks_append), so a string built by
+ * many small appends moves O(log n) times, not on every append (moving it every time left the
+ * heap mostly holes under allkeys-lfu). Its bytes, its expiry and the byte counter stay right. */
+Test(keyspace, append_grows_in_place_with_room)
+{
+    uint64_t base = ks_used_memory(ks);
+    struct ks_key k = key("log:{a}");
+    char start[100];
+    memset(start, 's', sizeof(start));
+    cr_assert_eq(ks_set(ks, &k, T0, start, sizeof(start), T0 + 3600 * SEC, 0), 1);
+    int64_t ttl = ks_ttl_ns(ks, &k, T0);
+    struct ks_value v;
+    const char *last = NULL;
+    int moves = 0;
+    size_t len = sizeof(start), n = 0;
+    for (int i = 0; i < 20000; i++) {
+        char c = (char)('a' + i % 26);
+        cr_assert_eq(ks_append(ks, &k, T0, &c, 1, &n), KS_OK);
+        cr_assert_eq(n, ++len);
+        cr_assert_eq(ks_get(ks, &k, T0, &v), KS_RAW);
+        if (v.p != last)
+            moves++;
+        last = v.p;
+    }
+    cr_assert_lt(moves, 20, "moved %d times in 20000 appends", moves);
+    cr_assert_eq(v.len, len);
+    cr_assert_arr_eq(v.p, start, sizeof(start));
+    for (size_t i = 0; i < 20000; i++)
+        cr_assert_eq(v.p[sizeof(start) + i], (char)('a' + i % 26), "byte %zu", i);
+    cr_assert_eq(ks_ttl_ns(ks, &k, T0), ttl, "the expiry is kept");
+    /* The room counts in used memory (as Redis counts an sds's free space) and goes with it. */
+    cr_assert_geq(ks_used_memory(ks) - base, len);
+    cr_assert_eq(ks_del(ks, &k, T0), 1);
+    sweep_idle(T0);
+    cr_assert_eq(ks_used_memory(ks), base, "every byte given back");
+}
+
+/* A short result is stored as SET would store it: a canonical integer becomes KS_INT again (so
+ * INCR works on it), anything else a string; an absent key or another type is the caller's. */
+Test(keyspace, append_short_results_as_set_stores_them)
+{
+    struct ks_key k = key("n"), h = key("g");
+    struct ks_value v;
+    size_t n = 0;
+    cr_assert_eq(ks_append(ks, &k, T0, "1", 1, &n), KS_NOKEY);
+    cr_assert_eq(ks_set(ks, &k, T0, "-", 1, 0, 0), 1);
+    cr_assert_eq(ks_append(ks, &k, T0, "12", 2, &n), KS_OK);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(ks_get(ks, &k, T0, &v), KS_INT);
+    cr_assert_eq(v.i, -12);
+    cr_assert_eq(ks_append(ks, &k, T0, "x", 1, &n), KS_OK);
+    cr_assert_eq(ks_get(ks, &k, T0, &v), KS_RAW);
+    cr_assert_arr_eq(v.p, "-12x", 4);
+    /* 20 digits: past int64, so a string; 21 and more take the growing path. */
+    cr_assert_eq(ks_set(ks, &k, T0, "1234567890", 10, 0, 0), 1);
+    cr_assert_eq(ks_append(ks, &k, T0, "1234567890", 10, &n), KS_OK);
+    cr_assert_eq(ks_get(ks, &k, T0, &v), KS_RAW);
+    cr_assert_arr_eq(v.p, "12345678901234567890", 20);
+    cr_assert_eq(ks_append(ks, &k, T0, "1", 1, &n), KS_OK);
+    cr_assert_eq(n, 21);
+    cr_assert_eq(ks_get(ks, &k, T0, &v), KS_RAW);
+    cr_assert_arr_eq(v.p, "123456789012345678901", 21);
+    cr_assert_eq(ks_gcra_write(ks, &h, T0, T0 + SEC), KS_OK);
+    cr_assert_eq(ks_append(ks, &h, T0, "1", 1, &n), KS_WRONGTYPE, "a limiter's state is not");
+}
