@@ -110,6 +110,11 @@ int ks_evict(struct keyspace *ks, uint64_t extra, int64_t now, uint64_t *evicted
  * command, so that a command that did not ask ks_evict is checked when it creates a key. */
 void ks_evict_forget(void);
 
+/* Redis's LOOKUP_NOTOUCH: while set on the calling thread, finding a key does not count as an
+ * access for an LRU/LFU policy (OBJECT, TYPE, EXISTS, TTL and its kin, MEMORY USAGE look at a
+ * key without using it). The command sets it around its own calls and clears it after. */
+void ks_notouch(int on);
+
 /* The access data an LRU/LFU policy keeps of key (its shard locked): *idle_s seconds since the
  * last access (-1: not tracked now) and *freq the LFU counter (-1: not tracked now). Returns 0,
  * or -1 if the key is absent. A read: it does not count as an access. */

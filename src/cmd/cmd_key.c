@@ -11,16 +11,30 @@
 #include "rlimitd/util.h"
 
 
-static void cmd_exists(struct cmd_ctx *x)
+/* EXISTS only looks at its keys (Redis's LOOKUP_NOTOUCH); TOUCH counts as their access for an
+ * LRU/LFU policy. Both answer how many exist. */
+static void exists_generic(struct cmd_ctx *x, int touch)
 {
     int64_t n = 0;
+    ks_notouch(!touch);
     for (int i = 0; i < x->nkeys; i++) {
         if (ks_get(x->env->ks, &x->keys[i], x->now, NULL) != KS_NONE)
             n++;
         else
             notify_keymiss(&x->keys[i]);
     }
+    ks_notouch(0);
     reply_int(x->out, n);
+}
+
+static void cmd_exists(struct cmd_ctx *x)
+{
+    exists_generic(x, 0);
+}
+
+static void cmd_touch(struct cmd_ctx *x)
+{
+    exists_generic(x, 1);
 }
 
 static void cmd_del(struct cmd_ctx *x)
@@ -36,16 +50,21 @@ static void cmd_del(struct cmd_ctx *x)
 
 static void cmd_type(struct cmd_ctx *x)
 {
+    ks_notouch(1); /* TYPE only looks at the key, as Redis's */
     enum ks_type t = ks_get(x->env->ks, &x->keys[0], x->now, NULL);
+    ks_notouch(0);
     if (t == KS_NONE)
         notify_keymiss(&x->keys[0]);
     reply_simple(x->out, ks_type_name(t));
 }
 
-/* The key's expiry stamp (keyspace.h) into *stamp: 1, or -1 (none), or -2 (absent: a miss). */
+/* The key's expiry stamp (keyspace.h) into *stamp: 1, or -1 (none), or -2 (absent: a miss).
+ * TTL, PTTL, EXPIRETIME and PEXPIRETIME only look at the key, as Redis's. */
 static int key_expiry(struct cmd_ctx *x, int64_t *stamp)
 {
+    ks_notouch(1);
     int rc = ks_expiry(x->env->ks, &x->keys[0], x->now, stamp);
+    ks_notouch(0);
     if (rc == -2)
         notify_keymiss(&x->keys[0]);
     return rc;
@@ -425,8 +444,9 @@ const struct cmd_def cmd_key_table[] = {
      {.summary = "Renames a key only if the new name does not exist", .since = "1.0.0",
       .group = "generic", .complexity = "O(1)", .args = "key:key newkey:key",
       .keyflags = "RW access delete|OW insert"}},
-    {"touch", -2, CMD_READONLY | CMD_FAST, 1, -1, 1, "keyspace read fast", cmd_exists,
-     {.summary = "Counts how many of the given keys exist (rlimitd keeps no access times)",
+    {"touch", -2, CMD_READONLY | CMD_FAST, 1, -1, 1, "keyspace read fast", cmd_touch,
+     {.summary = "Alters the last access time of a key(s). "
+                 "Returns the number of existing keys specified.",
       .since = "3.2.1", .group = "generic", .complexity = "O(N) where N is the number of keys",
       .args = "*key:key", .keyflags = "RO",
       .tips = "request_policy:multi_shard response_policy:agg_sum"}},

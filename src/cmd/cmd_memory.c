@@ -265,10 +265,13 @@ static const struct {
 static void cmd_memory(struct cmd_ctx *x)
 {
     if (arg_is(x, 1, "USAGE")) {
-        if (x->argc < 3)
+        if (x->argc < 3) {
             reply_subcmd_arity(x, "memory", "usage");
-        else
+        } else {
+            ks_notouch(1); /* MEMORY USAGE only looks at the key, as Redis's */
             memory_usage(x);
+            ks_notouch(0);
+        }
         return;
     }
     if (arg_is(x, 1, "PURGE") || arg_is(x, 1, "HELP")) {

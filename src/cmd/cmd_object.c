@@ -111,7 +111,7 @@ static const char *encoding(struct cmd_ctx *x)
     }
 }
 
-static void cmd_object(struct cmd_ctx *x)
+static void object_command(struct cmd_ctx *x)
 {
     if (arg_is(x, 1, "HELP")) {
         if (x->argc != 2)
@@ -188,6 +188,15 @@ static void cmd_object(struct cmd_ctx *x)
         return;
     }
     reply_int(x->out, freq < 0 ? 5 : freq); /* a shard not switched yet: a new key's count */
+}
+
+/* OBJECT only looks at the key (Redis's LOOKUP_NOTOUCH): ENCODING or REFCOUNT leave the access
+ * data IDLETIME and FREQ report as they were. */
+static void cmd_object(struct cmd_ctx *x)
+{
+    ks_notouch(1);
+    object_command(x);
+    ks_notouch(0);
 }
 
 const struct cmd_def cmd_object_table[] = {

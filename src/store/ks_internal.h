@@ -298,11 +298,14 @@ void meta_free(struct shard *sh, uint16_t *meta, uint64_t nslots);
 /* The wall clock (coarse, ns) for a key's first access where no command clock is at hand. */
 int64_t meta_now(void);
 
-/* An access to the entry in slot i (a command found it). */
+/* Set by ks_notouch: the calling thread's command only looks at keys (ks_meta.c). */
+extern _Thread_local int meta_notouch;
+
+/* An access to the entry in slot i (a command found it), unless the command only looks. */
 static inline void meta_touch(const struct keyspace *ks, struct shard *sh, uint64_t i,
                               int64_t now)
 {
-    if (__builtin_expect(sh->meta != NULL, 0))
+    if (__builtin_expect(sh->meta != NULL, 0) && !meta_notouch)
         sh->meta[i] = sh->meta_kind == META_LRU ? lru_clock(now) : lfu_touch(ks, sh->meta[i], now);
 }
 

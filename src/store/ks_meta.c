@@ -11,6 +11,12 @@
 /* ---- a thread's random numbers (xorshift64*) ---- */
 
 static _Thread_local uint64_t rng_state;
+_Thread_local int meta_notouch;
+
+void ks_notouch(int on)
+{
+    meta_notouch = on;
+}
 
 uint64_t rng_next(void)
 {

@@ -7,7 +7,8 @@ short and long strings, lists, hashes and sorted sets on both sides of the listp
 (defaults and lowered by CONFIG SET), REFCOUNT of shared integers, FREQ's and IDLETIME's errors
 under the policies that do not track them, and FREQ's exact counts under allkeys-lfu with
 lfu-decay-time 0 (no decay, so no minute boundary can change them; the first hits of a new key
-raise its counter with probability 1). IDLETIME right after a write is checked to be at most the
+raise its counter with probability 1), and that OBJECT, TYPE, EXISTS and the TTL family do not
+count as accesses (Redis's LOOKUP_NOTOUCH). IDLETIME right after a write is checked to be at most the
 seconds measured around the calls, not compared (the two servers' clocks tick apart).
 Prints "N passed, N failed"; exits 1 on any failure."""
 import os
@@ -84,6 +85,14 @@ def script():
           ["CONFIG", "SET", "maxmemory", "1gb"], ["SET", "shared", "5"],
           ["OBJECT", "REFCOUNT", "shared"], ["CONFIG", "SET", "maxmemory", "0"],
           ["CONFIG", "SET", "maxmemory-policy", "noeviction"], ["OBJECT", "FREQ", "fresh"]]
+    # Commands that only look at a key (Redis's LOOKUP_NOTOUCH) leave its LFU counter alone: at
+    # 6 a counted access would raise it with probability 1/11, so 40 of each would show it.
+    s += [["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"], ["SET", "look", "v"],
+          ["GET", "look"], ["OBJECT", "FREQ", "look"]]
+    for cmd in (["OBJECT", "ENCODING"], ["OBJECT", "REFCOUNT"], ["TYPE"], ["EXISTS"], ["TTL"],
+                ["PTTL"], ["EXPIRETIME"], ["PEXPIRETIME"]):
+        s += [cmd + ["look"]] * 40 + [["OBJECT", "FREQ", "look"]]
+    s += [["CONFIG", "SET", "maxmemory-policy", "noeviction"]]
     return s
 
 
