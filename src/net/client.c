@@ -655,7 +655,7 @@ static void process(struct client *c)
             break; /* the commands behind it wait (blocked.c) */
         if (c->session.flags & SESSION_CLOSE_AFTER_REPLY)
             client_close_after_flush(c);
-        else if (atomic_load_explicit(&c->kill, memory_order_relaxed))
+        else if (atomic_load_explicit(&c->kill, memory_order_relaxed) == CLIENT_KILL_NOW)
             client_close(c);
     }
     if (began != 0) /* only a batch long enough to be looked at reads the clock */

@@ -123,6 +123,12 @@ struct client_write {
 /* One connection. An idle one owns nothing but this struct (DESIGN.md "Connections"): its
  * parser keeps bytes only for an incomplete command, `out` holds a buffer only while replies are
  * being produced or wait behind a write, and `inflight` exists only while a write is pending. */
+/* struct client's kill: 0, or killed by another connection (its thread closes it at its next
+ * look), or killed by its own CLIENT KILL (closed once that reply is out, SESSION_CLOSE_AFTER_REPLY).
+ * Either way it is gone for CLIENT LIST and a second CLIENT KILL. */
+#define CLIENT_KILL_NOW 1
+#define CLIENT_KILL_SELF 2
+
 struct client {
     union {
         uv_handle_t handle;
@@ -152,7 +158,7 @@ struct client {
     unsigned char is_unix;
     unsigned char queued;            /* on the thread's flush_list */
     unsigned char ready;             /* on the thread's ready list (has commands to run) */
-    _Atomic unsigned char kill;      /* set by CLIENT KILL from any thread */
+    _Atomic unsigned char kill;      /* CLIENT_KILL_*: set by CLIENT KILL from any thread */
     char addr_buf[INET6_ADDRSTRLEN + 8];
 };
 

@@ -92,7 +92,7 @@ static void on_cron(uv_timer_t *timer)
     uint64_t mono_ms = uv_now(&t->loop);
     for (struct client *c = t->clients, *next; c != NULL; c = next) {
         next = c->tnext;
-        if (atomic_load_explicit(&c->kill, memory_order_relaxed)) {
+        if (atomic_load_explicit(&c->kill, memory_order_relaxed) == CLIENT_KILL_NOW) {
             client_close(c);
             continue;
         }

@@ -130,8 +130,9 @@ static int hook_client_kill(void *ud, const struct client_match *m, const struct
         n++;
         if (&c->session == me) {
             *me_matched = 1; /* closed by its own thread once the reply is out */
+            atomic_store(&c->kill, CLIENT_KILL_SELF);
         } else {
-            atomic_store(&c->kill, 1);
+            atomic_store(&c->kill, CLIENT_KILL_NOW);
             others++;
         }
     }

@@ -40,7 +40,7 @@ static void on_wakeup(uv_async_t *a)
     }
     for (struct client *c = t->clients, *next; c != NULL; c = next) {
         next = c->tnext;
-        if (atomic_load_explicit(&c->kill, memory_order_relaxed))
+        if (atomic_load_explicit(&c->kill, memory_order_relaxed) == CLIENT_KILL_NOW)
             client_close(c);
     }
     if (!atomic_load(&srv->net.stopping) || t->stopped)
