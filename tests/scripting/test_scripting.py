@@ -308,17 +308,16 @@ def find_pair(srv):
         a.send("EVAL", SPIN, "0", str(n * 50))
         time.sleep(0.02)
         found = None
+        # Every other connection PINGs at once and the first answer is taken: one on a's thread
+        # cannot answer before the spin ends, so waiting on them in turn could outlast it.
         for b in others:
             b.send("PING")
-            r, _, _ = select.select([b.sock], [], [], 5)
-            if not r:
-                continue
-            check(b.raw() == b"+PONG\r\n", "PING on another thread")
-            ra, _, _ = select.select([a.sock], [], [], 0)
-            if ra:
-                break  # a finished: the spin was too short this time
-            found = b
-            break
+        socks = {b.sock: b for b in others}
+        r, _, _ = select.select(list(socks), [], [], 10)
+        ra, _, _ = select.select([a.sock], [], [], 0)
+        if r and not ra:  # answered while a's reply did not exist yet: another thread
+            found = socks[r[0]]
+            check(found.raw() == b"+PONG\r\n", "PING on another thread")
         a.raw()
         for o in others:
             if o is not found:
