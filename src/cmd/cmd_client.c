@@ -102,11 +102,22 @@ static int parse_type(struct cmd_ctx *x, int i, int *type)
     return 0;
 }
 
+/* CLIENT LIST's and CLIENT INFO's reply: the lines of the clients meeting m, as verbatim text. */
+static void reply_clients(struct cmd_ctx *x, const struct client_match *m)
+{
+    const struct server_hooks *h = &x->env->hooks;
+    struct rbuf tmp;
+    rbuf_init(&tmp);
+    if (h->client_list != NULL)
+        h->client_list(h->ud, &tmp, m);
+    reply_verbatim(x->out, "txt", tmp.p != NULL ? tmp.p : "", tmp.len);
+    rbuf_free(&tmp);
+}
+
 /* CLIENT LIST [TYPE type] | [ID id ...], parsed as Redis 7.0 does: TYPE only as the single
  * option (exactly 4 arguments), ID with any number of ids, anything else a syntax error. */
 static void client_list(struct cmd_ctx *x)
 {
-    const struct server_hooks *h = &x->env->hooks;
     struct client_match m = {.type = CLIENT_TYPE_ANY};
     uint64_t *ids = NULL;
     if (x->argc == 4 && arg_is(x, 2, "TYPE")) {
@@ -134,12 +145,7 @@ static void client_list(struct cmd_ctx *x)
         reply_syntax_error(x->out);
         return;
     }
-    struct rbuf tmp;
-    rbuf_init(&tmp);
-    if (h->client_list != NULL)
-        h->client_list(h->ud, &tmp, &m);
-    reply_verbatim(x->out, "txt", tmp.p != NULL ? tmp.p : "", tmp.len);
-    rbuf_free(&tmp);
+    reply_clients(x, &m);
     free(ids);
 }
 
@@ -231,7 +237,6 @@ const char *client_sub_arity(int argc, char **argv, const size_t *lens)
 void cmd_client(struct cmd_ctx *x)
 {
     struct session *s = x->s;
-    const struct server_hooks *h = &x->env->hooks;
     if (arg_is(x, 1, "ID")) {
         reply_int(x->out, (int64_t)s->id);
     } else if (arg_is(x, 1, "GETNAME")) {
@@ -263,12 +268,7 @@ void cmd_client(struct cmd_ctx *x)
         client_list(x);
     } else if (arg_is(x, 1, "INFO")) {
         struct client_match m = {.id = s->id, .type = CLIENT_TYPE_ANY};
-        struct rbuf tmp;
-        rbuf_init(&tmp);
-        if (h->client_list != NULL)
-            h->client_list(h->ud, &tmp, &m);
-        reply_verbatim(x->out, "txt", tmp.p != NULL ? tmp.p : "", tmp.len);
-        rbuf_free(&tmp);
+        reply_clients(x, &m);
     } else if (arg_is(x, 1, "KILL")) {
         client_kill(x);
     } else if (arg_is(x, 1, "REPLY")) {
