@@ -453,6 +453,13 @@ def info_int(info, field):
     raise RuntimeError("no %s in INFO" % field)
 
 
+def pick_seed(arg=None):
+    """The run's seed: the argument, else $DIFF_SEED, else one from the clock."""
+    if arg is not None:
+        return arg
+    return int(os.environ.get("DIFF_SEED", "0") or 0) or int(time.time() * 1000) % 1000000007
+
+
 def resolve_rlimitd(arg=None):
     """The rlimitd binary: the argument, $RLIMITD_BIN, $RLIMITD, or build/rlimitd."""
     for cand in (arg, os.environ.get("RLIMITD_BIN"), os.environ.get("RLIMITD"),

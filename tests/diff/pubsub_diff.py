@@ -29,7 +29,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Resp, parse, resolve_rlimitd, show, start_redis, start_rlimitd  # noqa: E402
+from common import Resp, parse, pick_seed, resolve_rlimitd, show, start_redis, \
+    start_rlimitd  # noqa: E402
 
 CHANNELS = ["ch1", "ch2", "news.tech", "news.art", "a*b", "", "x\\y", "\x00bin", "h[e]llo",
             "hello", "hallo", "n3ws.tech"]
@@ -298,8 +299,7 @@ def main():
     ap.add_argument("--rlimitd")
     ap.add_argument("--self-check", action="store_true")
     a = ap.parse_args()
-    seed = a.seed if a.seed is not None else int(os.environ.get("DIFF_SEED", "0") or 0) or \
-        int(time.time() * 1000) % 1000000007
+    seed = pick_seed(a.seed)
     print("pubsub_diff: seed %d, %d steps, %d connections" % (seed, a.steps, a.conns))
     initial, steps = gen(seed, a.steps, a.conns)
     servers = []
